@@ -1,0 +1,1 @@
+"""A skill-rating service: TrueSkill, the Elo family and Plackett-Luce over HTTP."""

@@ -1,0 +1,35 @@
+"""The rating core: pure functions of ratings and outcomes (standard library, numpy, scipy).
+
+```python
+from app.rating import Rating, TrueSkill, PlackettLuce, Elo
+ts = TrueSkill()
+new_teams = ts.rate([[ts.rating()], [ts.rating()]])   # winner listed first
+```
+"""
+
+from app.rating.base import (
+    CONSERVATIVE_K,
+    Rating,
+    RatingInputError,
+    RatingModel,
+    age,
+    widen,
+)
+from app.rating.elo import Elo
+from app.rating.plackett_luce import PlackettLuce
+from app.rating.registry import ALGORITHMS, make_model
+from app.rating.trueskill import TrueSkill
+
+__all__ = [
+    "ALGORITHMS",
+    "CONSERVATIVE_K",
+    "Elo",
+    "PlackettLuce",
+    "Rating",
+    "RatingInputError",
+    "RatingModel",
+    "TrueSkill",
+    "age",
+    "make_model",
+    "widen",
+]

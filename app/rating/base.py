@@ -1,0 +1,204 @@
+"""What every rating model shares: the rating value, input checking and the outcome encoding.
+
+Conventions (``rating-models.md``): a match has k >= 2 teams of >= 1 player each;
+``ranks[j]`` lower is better and equal ranks are a draw; ``scores[j]`` higher is better;
+with neither, teams are listed winner first. ``weights[j][i]`` in [0, 1] is the partial
+play of player i in team j.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import NamedTuple, Protocol
+
+#: How many standard deviations the conservative rating subtracts (the paper's mu - 3 sigma).
+CONSERVATIVE_K = 3.0
+
+
+class Rating(NamedTuple):
+    """An immutable belief about one player's skill: a Gaussian N(mu, sigma^2).
+
+    For the Elo family ``sigma`` carries no information and is always ``0.0``; the
+    conservative rating of an Elo rating is then its ``mu``.
+    """
+
+    mu: float
+    sigma: float
+
+    def conservative(self, k: float = CONSERVATIVE_K) -> float:
+        """The conservative skill estimate mu - k * sigma (the paper's leaderboard value)."""
+        return self.mu - k * self.sigma
+
+
+class RatingInputError(ValueError):
+    """Invalid input to a rating model; ``argument`` names the offending argument."""
+
+    def __init__(self, argument: str, message: str) -> None:
+        self.argument = argument
+        self.message = message
+        super().__init__(f"{argument}: {message}")
+
+
+Teams = Sequence[Sequence[Rating]]
+Weights = Sequence[Sequence[float]]
+
+_isfinite = math.isfinite
+
+
+def check_teams(teams: Teams, *, bayesian: bool) -> None:
+    """Reject fewer than two teams, empty teams, non-ratings and non-finite numbers.
+
+    ``bayesian``: the model uses sigma, so it must be finite and > 0.
+    """
+    if len(teams) < 2:
+        raise RatingInputError("teams", f"a match needs at least two teams, got {len(teams)}")
+    for j, team in enumerate(teams):
+        if not team:
+            raise RatingInputError("teams", f"team {j} is empty")
+        for i, r in enumerate(team):
+            if type(r) is not Rating and not isinstance(r, Rating):
+                raise RatingInputError("teams", f"teams[{j}][{i}] is not a Rating")
+            mu, sigma = r
+            if not _isfinite(mu):
+                raise RatingInputError("teams", f"teams[{j}][{i}].mu is not finite")
+            if bayesian and not (_isfinite(sigma) and sigma > 0.0):
+                raise RatingInputError(
+                    "teams", f"teams[{j}][{i}].sigma must be finite and > 0, got {sigma!r}"
+                )
+
+
+def outcome_ranks(
+    n_teams: int,
+    ranks: Sequence[float] | None,
+    scores: Sequence[float] | None,
+) -> list[float]:
+    """Encode the outcome as ranks (lower is better, equal is a draw), one per team."""
+    if ranks is not None and scores is not None:
+        raise RatingInputError("ranks", "give ranks or scores, not both")
+    if ranks is not None:
+        name, values = "ranks", ranks
+    elif scores is not None:
+        name, values = "scores", scores
+    else:
+        return [float(j) for j in range(n_teams)]
+    if len(values) != n_teams:
+        raise RatingInputError(name, f"expected {n_teams} values (one per team), got {len(values)}")
+    out: list[float] = []
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, int | float) or not _isfinite(v):
+            raise RatingInputError(name, f"every value must be a finite number, got {v!r}")
+        out.append(float(v) if name == "ranks" else -float(v))
+    return out
+
+
+def check_weights(teams: Teams, weights: Weights | None) -> list[list[float]] | None:
+    """Validate partial-play weights: same shape as ``teams``, each finite and in [0, 1].
+
+    Returns ``None`` when every weight is 1 (the common case, which models may take faster).
+    """
+    if weights is None:
+        return None
+    if len(weights) != len(teams):
+        raise RatingInputError(
+            "weights", f"expected {len(teams)} teams of weights, got {len(weights)}"
+        )
+    out: list[list[float]] = []
+    all_one = True
+    for j, (team, ws) in enumerate(zip(teams, weights, strict=True)):
+        if len(ws) != len(team):
+            raise RatingInputError(
+                "weights", f"weights[{j}] has {len(ws)} values for a team of {len(team)}"
+            )
+        row: list[float] = []
+        for w in ws:
+            if isinstance(w, bool) or not isinstance(w, int | float) or not _isfinite(w):
+                raise RatingInputError("weights", f"weights[{j}] holds a non-finite value {w!r}")
+            if not 0.0 <= w <= 1.0:
+                raise RatingInputError("weights", f"weights[{j}] holds {w!r}, outside [0, 1]")
+            if w != 1.0:
+                all_one = False
+            row.append(float(w))
+        out.append(row)
+    return None if all_one else out
+
+
+def check_positive(name: str, value: float, *, allow_zero: bool = False) -> float:
+    """Validate a model parameter: a finite number > 0 (or >= 0 with ``allow_zero``)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not _isfinite(value):
+        raise RatingInputError(name, f"must be a finite number, got {value!r}")
+    if value < 0.0 or (value == 0.0 and not allow_zero):
+        raise RatingInputError(name, f"must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")
+    return float(value)
+
+
+def check_finite(name: str, value: float) -> float:
+    """Validate a model parameter: any finite number."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not _isfinite(value):
+        raise RatingInputError(name, f"must be a finite number, got {value!r}")
+    return float(value)
+
+
+def widen(rating: Rating, tau: float) -> Rating:
+    """Add dynamics variance: sigma' = sqrt(sigma^2 + tau^2) (the paper's gamma)."""
+    if tau == 0.0:
+        return rating
+    return Rating(rating.mu, math.sqrt(rating.sigma * rating.sigma + tau * tau))
+
+
+def age(rating: Rating, tau_per_day: float, days: float) -> Rating:
+    """Widen a Bayesian belief for time away: variance grows by tau_per_day^2 * days.
+
+    ``rating-models.md`` section 4: applied before a match, in addition to the per-match
+    tau, for the days since the player's previous match. Negative ``days`` (a match
+    reported out of order) widen nothing.
+    """
+    check_finite("days", days)
+    check_positive("tau_per_day", tau_per_day, allow_zero=True)
+    if tau_per_day == 0.0 or days <= 0.0:
+        return rating
+    return Rating(rating.mu, math.sqrt(rating.sigma * rating.sigma + tau_per_day**2 * days))
+
+
+class RatingModel(Protocol):
+    """What every model offers; the service, the command line and users call exactly this."""
+
+    #: The model's name as ladders spell it: "trueskill", "plackett_luce" or "elo".
+    name: str
+
+    @property
+    def params(self) -> dict[str, float | str]:
+        """Every parameter of the model with its value (defaults filled in)."""
+        ...
+
+    def rating(self, mu: float | None = None, sigma: float | None = None) -> Rating:
+        """The prior belief of a new player (or one with the given mu and sigma)."""
+        ...
+
+    def rate(
+        self,
+        teams: Teams,
+        ranks: Sequence[float] | None = None,
+        scores: Sequence[float] | None = None,
+        weights: Weights | None = None,
+    ) -> list[list[Rating]]:
+        """New ratings after a match, in the shape of ``teams``; inputs are not mutated."""
+        ...
+
+    def rate_1vs1(
+        self, winner: Rating, loser: Rating, drawn: bool = False
+    ) -> tuple[Rating, Rating]:
+        """The fast path for the most common match: new (winner, loser) ratings."""
+        ...
+
+    def quality(self, teams: Teams, weights: Weights | None = None) -> float:
+        """How balanced the match is, in (0, 1]; 1 is a perfectly even match."""
+        ...
+
+    def win_probabilities(self, teams: Teams, weights: Weights | None = None) -> list[float]:
+        """The probability of each team finishing first; they sum to 1."""
+        ...
+
+    def draw_probability(self, teams: Teams, weights: Weights | None = None) -> float | None:
+        """The probability of a draw where the model defines one, else ``None``."""
+        ...

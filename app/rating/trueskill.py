@@ -1,0 +1,529 @@
+"""TrueSkill: Bayesian skill ratings for teams (Herbrich, Minka and Graepel, 2007).
+
+The model (``rating-models.md`` section 1, the paper's section 2 and Figure 1): a player's
+skill s_i ~ N(mu_i, sigma_i^2 + tau^2) (dynamics added before the match), performance
+p_i ~ N(s_i, beta^2), team performance t_j = sum_i w_ij p_i (w the partial-play weights),
+and, with the teams sorted by rank, the difference d_j = t_(j) - t_(j+1) of adjacent teams
+is observed through I(d_j > eps_j) (win) or I(|d_j| <= eps_j) (draw).
+
+Inference is the paper's: exact for two teams (one truncation, closed form), expectation
+propagation on the factor graph for three or more (Table 1, as written out in
+``rating-models.md``). Only the comparison layer needs iterating: the messages down from
+the priors to the team performances do not depend on anything below them, so they are
+summed once (team mean m_j = sum w mu, variance s_j^2 = sum w^2 (sigma^2 + tau^2 + beta^2)),
+and the messages back up to the skills reduce, per team, to one precision and one
+precision-adjusted mean, applied to each member in closed form.
+
+All messages are kept as plain floats in canonical form (pi = 1 / variance,
+tau = mean / variance); no factor objects are built, which keeps a match in microseconds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from app.rating.base import (
+    Rating,
+    RatingInputError,
+    Teams,
+    Weights,
+    check_finite,
+    check_positive,
+    check_teams,
+    check_weights,
+    outcome_ranks,
+)
+from app.rating.gaussian import interval_probability, ppf, trunc_draw, trunc_win
+from app.rating.quality import MIN_TEAM_VARIANCE, gaussian_win_probabilities, match_quality
+
+__all__ = [
+    "DEFAULT_BETA",
+    "DEFAULT_DRAW_PROBABILITY",
+    "DEFAULT_MU",
+    "DEFAULT_SIGMA",
+    "DEFAULT_TAU",
+    "EP_MAX_ROUNDS",
+    "EP_TOLERANCE",
+    "TrueSkill",
+]
+
+#: The prior skill mean mu_0 (the paper's Xbox Live value).
+DEFAULT_MU = 25.0
+#: The prior skill deviation sigma_0 = mu_0 / 3.
+DEFAULT_SIGMA = DEFAULT_MU / 3.0
+#: The performance deviation beta = sigma_0 / 2: a skill gap of beta means ~76% to win.
+DEFAULT_BETA = DEFAULT_SIGMA / 2.0
+#: The dynamics deviation tau = sigma_0 / 100 (the paper's gamma), added before each match.
+DEFAULT_TAU = DEFAULT_SIGMA / 100.0
+#: The probability of a draw between two evenly matched teams, which sets the draw margin.
+DEFAULT_DRAW_PROBABILITY = 0.10
+
+#: Message passing (3+ teams) measures, per round, the largest move of the marginal of a
+#: team difference d_i that a comparison message caused: sqrt(dm^2 + dv^2) with dm the
+#: change of its mean in standard deviations of d_i's cavity and dv the change of its
+#: variance as a fraction of the cavity variance. The schedule converges geometrically (a
+#: round shrinks the move by a ratio r, typically 0.003, at most ~0.07 in our tests), so it
+#: stops when the move, or the estimated remaining distance move * r / (1 - r), is below
+#: this. Against the converged trueskill package the ratings then agree to ~2e-7 or better.
+EP_TOLERANCE = 1e-7
+#: The most forward-and-backward sweeps over the comparison factors; the schedule has
+#: converged far earlier for every ordinary match (typically 5-30 sweeps).
+EP_MAX_ROUNDS = 200
+
+_sqrt = math.sqrt
+# Building result tuples directly skips the NamedTuple constructor's argument handling.
+_new_tuple = tuple.__new__
+_exp = math.exp
+_erfc = math.erfc
+_INV_SQRT2 = 1.0 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+# Win comparisons with t - e at or above this use N(x) / Phi(x) inline (the same formula as
+# ``gaussian.trunc_win`` there); below it the tail-safe forms of ``gaussian`` take over.
+_DIRECT = -4.0
+
+
+def _reject_team_variance(variance: float, weighted: bool) -> None:
+    """A team whose performance variance is (nearly) 0 would be known exactly: reject it.
+
+    With weights this means weights that are all 0 or vanishingly small; without, ratings
+    and beta so small that their squares underflow.
+    """
+    if variance == 0.0 and weighted:
+        raise RatingInputError("weights", "a team has no player with a positive weight")
+    raise RatingInputError(
+        "weights" if weighted else "teams",
+        f"a team's performance variance {variance!r} is below {MIN_TEAM_VARIANCE!r}",
+    )
+
+
+class TrueSkill:
+    """The TrueSkill rating model (the ``RatingModel`` protocol of ``app.rating.base``).
+
+    Parameters (``rating-models.md`` section 1, the paper's symbols):
+    ``mu`` (mu_0) and ``sigma`` (sigma_0) the prior of a new player; ``beta`` the
+    performance deviation; ``tau`` the dynamics deviation (the paper's gamma);
+    ``draw_probability`` in [0, 1), the chance that two even teams draw, which fixes the
+    draw margin eps = Phi^-1((draw_probability + 1) / 2) sqrt(n_1 + n_2) beta for two
+    compared teams of n_1 and n_2 players (the paper's section 4.1).
+    ``ep_tolerance`` and ``ep_max_rounds`` bound the message passing for 3+ teams.
+    """
+
+    name: str = "trueskill"
+
+    def __init__(
+        self,
+        mu: float = DEFAULT_MU,
+        sigma: float = DEFAULT_SIGMA,
+        beta: float = DEFAULT_BETA,
+        tau: float = DEFAULT_TAU,
+        draw_probability: float = DEFAULT_DRAW_PROBABILITY,
+        *,
+        ep_tolerance: float = EP_TOLERANCE,
+        ep_max_rounds: int = EP_MAX_ROUNDS,
+    ) -> None:
+        self._mu = check_finite("mu", mu)
+        self._sigma = check_positive("sigma", sigma)
+        self._beta = check_positive("beta", beta)
+        self._tau = check_positive("tau", tau, allow_zero=True)
+        draw_probability = check_positive("draw_probability", draw_probability, allow_zero=True)
+        if draw_probability >= 1.0:
+            raise RatingInputError(
+                "draw_probability", f"must be in [0, 1), got {draw_probability!r}"
+            )
+        self._draw_probability = draw_probability
+        self._ep_tolerance = check_positive("ep_tolerance", ep_tolerance)
+        if (
+            isinstance(ep_max_rounds, bool)
+            or not isinstance(ep_max_rounds, int)
+            or (ep_max_rounds < 1)
+        ):
+            raise RatingInputError(
+                "ep_max_rounds", f"must be an integer >= 1, got {ep_max_rounds!r}"
+            )
+        self._ep_max_rounds = ep_max_rounds
+        self._beta2 = self._beta * self._beta
+        self._tau2 = self._tau * self._tau
+        # eps for two compared teams of n players in all is _margin_unit * sqrt(n).
+        self._margin_unit = ppf((draw_probability + 1.0) / 2.0) * self._beta
+
+    # -- the protocol -----------------------------------------------------------------
+
+    @property
+    def params(self) -> dict[str, float | str]:
+        """The five model parameters with their values."""
+        return {
+            "mu": self._mu,
+            "sigma": self._sigma,
+            "beta": self._beta,
+            "tau": self._tau,
+            "draw_probability": self._draw_probability,
+        }
+
+    def rating(self, mu: float | None = None, sigma: float | None = None) -> Rating:
+        """The prior N(mu_0, sigma_0^2) of a new player, or the given mu and sigma."""
+        mu = self._mu if mu is None else check_finite("mu", mu)
+        sigma = self._sigma if sigma is None else check_positive("sigma", sigma)
+        return Rating(mu, sigma)
+
+    def draw_margin(self, players: int) -> float:
+        """eps = Phi^-1((draw_probability + 1) / 2) sqrt(players) beta (paper, section 4.1).
+
+        ``players`` is the number of players in the two compared teams together.
+        """
+        return self._margin_unit * _sqrt(players)
+
+    def rate_1vs1(
+        self, winner: Rating, loser: Rating, drawn: bool = False
+    ) -> tuple[Rating, Rating]:
+        """New (winner, loser) ratings after a 1 vs 1 match (the paper's equations for two)."""
+        check_teams(((winner,), (loser,)), bayesian=True)
+        (a,), (b,) = self._rate_two(((winner,), (loser,)), None, drawn)
+        return a, b
+
+    def rate(
+        self,
+        teams: Teams,
+        ranks: Sequence[float] | None = None,
+        scores: Sequence[float] | None = None,
+        weights: Weights | None = None,
+    ) -> list[list[Rating]]:
+        """New ratings after a match, in the shape and order of ``teams``.
+
+        ``ranks`` (lower is better, equal is a draw) or ``scores`` (higher is better); with
+        neither, teams are listed winner first. ``weights[j][i]`` in [0, 1] is partial play:
+        a player with weight 0 only receives the dynamics tau. Raises ``RatingInputError``
+        naming the argument; a team whose weights are all 0 is rejected ("weights").
+        """
+        check_teams(teams, bayesian=True)
+        k = len(teams)
+        rank = outcome_ranks(k, ranks, scores)
+        ws = check_weights(teams, weights)
+        if ws is not None:
+            for j, row in enumerate(ws):
+                if not any(row):
+                    raise RatingInputError("weights", f"every weight of team {j} is 0")
+        if k == 2:
+            if rank[1] < rank[0]:
+                flipped = None if ws is None else [ws[1], ws[0]]
+                b_new, a_new = self._rate_two((teams[1], teams[0]), flipped, False)
+                return [a_new, b_new]
+            return self._rate_two(teams, ws, rank[0] == rank[1])
+        return self._rate_many(teams, rank, ws)
+
+    def quality(self, teams: Teams, weights: Weights | None = None) -> float:
+        """The paper's match quality (equation 7, generalised to any teams), in (0, 1]."""
+        check_teams(teams, bayesian=True)
+        ws = check_weights(teams, weights)
+        return match_quality(teams, ws, self._beta)
+
+    def win_probabilities(self, teams: Teams, weights: Weights | None = None) -> list[float]:
+        """P(team j finishes first) with team performance N(m_j, s_j^2).
+
+        ``rating-models.md`` section 1: m_j = sum w mu, s_j^2 = sum w^2 (sigma^2 + beta^2).
+        """
+        means, variances = self._team_performances(teams, weights)
+        return gaussian_win_probabilities(means, variances)
+
+    def draw_probability(self, teams: Teams, weights: Weights | None = None) -> float | None:
+        """P(|t_1 - t_2| <= eps) for two teams, eps the draw margin for their player counts.
+
+        With more than two teams the model defines no single draw event: ``None``.
+        """
+        means, variances = self._team_performances(teams, weights)
+        if len(teams) != 2:
+            return None
+        eps = self.draw_margin(len(teams[0]) + len(teams[1]))
+        sd = _sqrt(variances[0] + variances[1])
+        diff = means[0] - means[1]
+        return interval_probability((-eps - diff) / sd, (eps - diff) / sd)
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _team_performances(
+        self, teams: Teams, weights: Weights | None
+    ) -> tuple[list[float], list[float]]:
+        check_teams(teams, bayesian=True)
+        ws = check_weights(teams, weights)
+        beta2 = self._beta2
+        means: list[float] = []
+        variances: list[float] = []
+        for j, team in enumerate(teams):
+            row = None if ws is None else ws[j]
+            m = s2 = 0.0
+            for i, (mu, sigma) in enumerate(team):
+                w = 1.0 if row is None else row[i]
+                m += w * mu
+                s2 += w * w * (sigma * sigma + beta2)
+            if s2 < MIN_TEAM_VARIANCE:
+                _reject_team_variance(s2, ws is not None)
+            means.append(m)
+            variances.append(s2)
+        return means, variances
+
+    def _rate_two(
+        self,
+        teams: Teams,
+        ws: Sequence[Sequence[float]] | None,
+        drawn: bool,
+    ) -> list[list[Rating]]:
+        """The exact update for two teams, the first not worse than the second.
+
+        With c^2 = s_1^2 + s_2^2, t = (m_1 - m_2) / c, e = eps / c (paper, section 3):
+        mu_i += +-w_i v_i V(t, e) / c and v_i *= 1 - w_i^2 v_i W(t, e) / c^2, v_i the
+        skill variance after dynamics. As w_i^2 v_i < c^2 and 0 <= W < 1, the factor lies
+        in (0, 1]: no variance grows and none vanishes.
+        """
+        tau2 = self._tau2
+        extra = tau2 + self._beta2
+        team_a, team_b = teams[0], teams[1]
+        ma = sa = mb = sb = 0.0
+        if ws is None:
+            for mu, sigma in team_a:
+                ma += mu
+                sa += sigma * sigma + extra
+            for mu, sigma in team_b:
+                mb += mu
+                sb += sigma * sigma + extra
+        else:
+            for (mu, sigma), w in zip(team_a, ws[0], strict=True):
+                ma += w * mu
+                sa += w * w * (sigma * sigma + extra)
+            for (mu, sigma), w in zip(team_b, ws[1], strict=True):
+                mb += w * mu
+                sb += w * w * (sigma * sigma + extra)
+        if sa < MIN_TEAM_VARIANCE or sb < MIN_TEAM_VARIANCE:
+            _reject_team_variance(sa if sa < MIN_TEAM_VARIANCE else sb, ws is not None)
+        c2 = sa + sb
+        c = _sqrt(c2)
+        t = (ma - mb) / c
+        e = self._margin_unit * _sqrt(len(team_a) + len(team_b)) / c
+        x = t - e
+        if drawn:
+            v, one_minus_w = trunc_draw(t, e)
+        elif x >= _DIRECT:
+            v = _INV_SQRT_2PI * _exp(-0.5 * x * x) / (0.5 * _erfc(-x * _INV_SQRT2))
+            one_minus_w = 1.0 - v * (v + x)
+        else:
+            v, one_minus_w = trunc_win(t, e)
+        shift = v / c
+        # Per player the variance factor is 1 - w^2 var W / c^2 = (r + w^2 var (1 - W)) / c^2,
+        # r = c^2 - w^2 var >= 0; the second form bounds it below when rounding bites.
+        scale = (1.0 - one_minus_w) / c2
+        low = one_minus_w / c2
+        out: list[list[Rating]] = []
+        if ws is None:
+            for team, move in ((team_a, shift), (team_b, -shift)):
+                new: list[Rating] = []
+                for mu, sigma in team:
+                    var = sigma * sigma + tau2
+                    factor = 1.0 - var * scale
+                    if factor < var * low:
+                        factor = var * low
+                    new.append(_new_tuple(Rating, (mu + var * move, _sqrt(var * factor))))
+                out.append(new)
+            return out
+        for team, row, move in ((team_a, ws[0], shift), (team_b, ws[1], -shift)):
+            new = []
+            for (mu, sigma), w in zip(team, row, strict=True):
+                var = sigma * sigma + tau2
+                wv = w * w * var
+                factor = 1.0 - wv * scale
+                if factor < wv * low:
+                    factor = wv * low
+                new.append(_new_tuple(Rating, (mu + w * var * move, _sqrt(var * factor))))
+            out.append(new)
+        return out
+
+    def _rate_many(
+        self, teams: Teams, rank: list[float], ws: list[list[float]] | None
+    ) -> list[list[Rating]]:
+        """Expectation propagation for three or more teams (the paper's Figure 1 schedule).
+
+        Teams sorted by rank (stably); factor i compares sorted teams i and i + 1 through
+        d_i. Down: team performance priors N(m_j, s_j^2). Then sweeps forward over the
+        comparison factors (each updated by Table 1 row 4, then its weighted-sum factor
+        sends up to the right-hand team, Table 1 row 3) and backward (sending to the
+        left-hand team), until the marginals of the d_i have settled to ``ep_tolerance``
+        (see ``EP_TOLERANCE``), at most ``ep_max_rounds`` times. Up: each team's
+        incoming precision pi_U and tau_U give, for member i with skill variance v_i,
+            mu_i += w_i v_i (tau_U - pi_U m_j) / (1 + pi_U s_j^2),
+            v_i  *= (1 + pi_U (s_j^2 - w_i^2 v_i)) / (1 + pi_U s_j^2),
+        which is Table 1 rows 3 and 2 (weighted sum down to p_i, likelihood to s_i) and
+        the product with the prior, simplified exactly.
+        """
+        tau2 = self._tau2
+        beta2 = self._beta2
+        k = len(teams)
+        order = sorted(range(k), key=rank.__getitem__)
+        extra = tau2 + beta2
+        unit = self._margin_unit
+        mean: list[float] = []
+        var: list[float] = []
+        prior_pi: list[float] = []
+        prior_tau: list[float] = []
+        # Per factor i (sorted teams i and i + 1): (i, i + 1, draw margin, drawn).
+        factors: list[tuple[int, int, float, bool]] = []
+        size = 0
+        team_rank = 0.0
+        for pos, j in enumerate(order):
+            team = teams[j]
+            m = s2 = 0.0
+            if ws is None:
+                for mu, sigma in team:
+                    m += mu
+                    s2 += sigma * sigma + extra
+            else:
+                for (mu, sigma), w in zip(team, ws[j], strict=True):
+                    m += w * mu
+                    s2 += w * w * (sigma * sigma + extra)
+            if s2 < MIN_TEAM_VARIANCE:
+                _reject_team_variance(s2, ws is not None)
+            mean.append(m)
+            var.append(s2)
+            p = 1.0 / s2
+            prior_pi.append(p)
+            prior_tau.append(m * p)
+            if pos:
+                factors.append((pos - 1, pos, unit * _sqrt(size + len(team)), rank[j] == team_rank))
+            size = len(team)
+            team_rank = rank[j]
+        n = k - 1
+        # Cavities, kept current: team j as the left-hand team of factor j (its prior times
+        # the message from factor j - 1), and as the right-hand team of factor j - 1.
+        left_cav_pi = prior_pi[:]
+        left_cav_tau = prior_tau[:]
+        right_cav_pi = prior_pi[:]
+        right_cav_tau = prior_tau[:]
+        cmp_pi = [0.0] * n
+        cmp_tau = [0.0] * n
+        d_mean = [0.0] * n
+        d_var = [math.inf] * n
+        # One round: forward over factors 0..n-2 sending right, backward over n-1..1
+        # sending left (the paper's Figure 1, arrows 1-3).
+        schedule = factors[:-1] + factors[:0:-1]
+        forward_steps = n - 1
+        tol = self._ep_tolerance
+        # Locals for the hot loop.
+        sqrt, exp, erfc, direct = _sqrt, _exp, _erfc, _DIRECT
+        c_lam, c_cdf = 2.0 * _INV_SQRT_2PI, _INV_SQRT2
+        previous = earlier = math.inf
+        for _ in range(self._ep_max_rounds):
+            delta2 = 0.0
+            for step, (i, j, eps, drawn) in enumerate(schedule):
+                # Table 1 row 3: the difference factor's message down to d_i = t_i - t_j
+                # (j = i + 1), from the cavities of its two teams.
+                lp = left_cav_pi[i]
+                rp = right_cav_pi[j]
+                ilp = 1.0 / lp
+                irp = 1.0 / rp
+                lm = left_cav_tau[i] * ilp
+                rm = right_cav_tau[j] * irp
+                cav_var = ilp + irp
+                cav_mean = lm - rm
+                sd = sqrt(cav_var)
+                isd = 1.0 / sd
+                # Table 1 row 4: the comparison factor, via V and W (and 1 - W).
+                if drawn:
+                    v, one_minus_w = trunc_draw(cav_mean * isd, eps * isd)
+                    w = 1.0 - one_minus_w
+                else:
+                    x = (cav_mean - eps) * isd
+                    if x >= direct:
+                        v = c_lam * exp(-0.5 * x * x) / erfc(-x * c_cdf)
+                        w = v * (v + x)
+                        one_minus_w = 1.0 - w
+                    else:
+                        v, one_minus_w = trunc_win(cav_mean * isd, eps * isd)
+                        w = 1.0 - one_minus_w
+                sv = sd * v
+                new_mean = cav_mean + sv
+                new_var = cav_var * one_minus_w
+                inv = 1.0 / new_var
+                cp = w * inv
+                ct = (cav_mean * w + sv) * inv
+                cmp_pi[i] = cp
+                cmp_tau[i] = ct
+                # Convergence: the squared move of d_i's marginal (mean in cavity deviations,
+                # variance as a fraction of the cavity variance).
+                dm = new_mean - d_mean[i]
+                dv = (new_var - d_var[i]) * isd
+                change = (dm * dm + dv * dv) * isd * isd
+                if change > delta2:
+                    delta2 = change
+                d_mean[i] = new_mean
+                d_var[i] = new_var
+                # Table 1 row 3 again: the difference factor's message up to one team,
+                # multiplied into that team's cavity for its other factor.
+                if step < forward_steps:
+                    # t_j = t_i - d_i: N(lm - ct / cp, 1 / lp + 1 / cp)
+                    f = lp / (cp + lp)
+                    left_cav_pi[j] = prior_pi[j] + cp * f
+                    left_cav_tau[j] = prior_tau[j] + (cp * lm - ct) * f
+                else:
+                    # t_i = d_i + t_j: N(rm + ct / cp, 1 / rp + 1 / cp)
+                    f = rp / (cp + rp)
+                    right_cav_pi[i] = prior_pi[i] + cp * f
+                    right_cav_tau[i] = prior_tau[i] + (cp * rm + ct) * f
+            # Stop on a small move, or when the moves shrink geometrically and their
+            # remaining sum, delta * r / (1 - r), is small; r is the larger of the last two
+            # ratios of moves. (Round 1 starts from no messages and its move is infinite;
+            # round 2's move is atypically large, so r is trusted from round 4 on.)
+            delta = sqrt(delta2)
+            if delta <= tol:
+                break
+            if earlier < math.inf:
+                ratio = max(delta / previous, previous / earlier)
+                if ratio < 1.0 and delta * ratio <= tol * (1.0 - ratio):
+                    break
+            earlier = previous
+            previous = delta
+        # Finally up to the teams (arrows 4 and 5). The last backward sweep left every
+        # message to a left-hand team (factor i to team i, i >= 1) consistent with the final
+        # comparison messages; the messages to right-hand teams date from the forward sweep,
+        # before the last comparison updates, so they are recomputed along the chain, and
+        # factor 0 sends to team 0. from_left[j] is the message from factor j - 1 and
+        # from_right[j] the one from factor j (precision 0 where there is none).
+        from_left_pi = [0.0] * k
+        from_left_tau = [0.0] * k
+        for i in range(n):
+            cp = cmp_pi[i]
+            lp = left_cav_pi[i]
+            f = lp / (cp + lp)
+            mp = cp * f
+            mt = (cp * (left_cav_tau[i] / lp) - cmp_tau[i]) * f
+            from_left_pi[i + 1] = mp
+            from_left_tau[i + 1] = mt
+            left_cav_pi[i + 1] = prior_pi[i + 1] + mp
+            left_cav_tau[i + 1] = prior_tau[i + 1] + mt
+        cp = cmp_pi[0]
+        rp = right_cav_pi[1]
+        f = rp / (cp + rp)
+        right_cav_pi[0] = prior_pi[0] + cp * f
+        right_cav_tau[0] = prior_tau[0] + (cp * (right_cav_tau[1] / rp) + cmp_tau[0]) * f
+        from_right_pi = [c - p for c, p in zip(right_cav_pi, prior_pi, strict=True)]
+        from_right_tau = [c - p for c, p in zip(right_cav_tau, prior_tau, strict=True)]
+
+        out: list[list[Rating]] = [[] for _ in range(k)]
+        new_tuple = _new_tuple
+        for pos, j in enumerate(order):
+            up_pi = from_left_pi[pos] + from_right_pi[pos]
+            inv = 1.0 / (1.0 + up_pi * var[pos])
+            shift = (from_left_tau[pos] + from_right_tau[pos] - up_pi * mean[pos]) * inv
+            kappa = up_pi * inv
+            # factor = (1 + pi_U (s_j^2 - w^2 v)) / (1 + pi_U s_j^2) = 1 - w^2 v kappa >= inv.
+            new: list[Rating] = []
+            if ws is None:
+                for mu, sigma in teams[j]:
+                    v = sigma * sigma + tau2
+                    factor = 1.0 - v * kappa
+                    factor = factor if factor > inv else inv
+                    new.append(new_tuple(Rating, (mu + v * shift, sqrt(v * factor))))
+            else:
+                for (mu, sigma), w in zip(teams[j], ws[j], strict=True):
+                    v = sigma * sigma + tau2
+                    factor = 1.0 - w * w * v * kappa
+                    factor = factor if factor > inv else inv
+                    new.append(new_tuple(Rating, (mu + w * v * shift, sqrt(v * factor))))
+            out[j] = new
+        return out
