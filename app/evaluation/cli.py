@@ -1,0 +1,275 @@
+"""The ``evaluate`` and ``fit`` subcommands of ``ratings``.
+
+``add_parsers(subparsers)`` registers both on the ``ratings`` parser; each handler
+(``func`` and ``handler`` in the parsed namespace) returns the exit status: 0 on
+success, 2 for unusable input (a malformed match file, whose message names the line,
+or bad ``--params``), with the message on stderr. ``main(argv)`` runs them standalone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from app.evaluation.data import DataError, read_matches
+from app.evaluation.presets import DEFAULT_ALGORITHMS, NAMES
+from app.rating.base import RatingInputError
+
+_EXIT_INPUT = 2
+
+
+def _fail(message: str) -> int:
+    print(f"ratings: {message}", file=sys.stderr)
+    return _EXIT_INPUT
+
+
+def _percent(value: float) -> str:
+    return "-" if not math.isfinite(value) else f"{100.0 * value:.2f}%"
+
+
+def _number(value: float, digits: int = 4) -> str:
+    return "-" if not math.isfinite(value) else f"{value:.{digits}f}"
+
+
+def _parse_params(text: str | None) -> dict[str, dict[str, Any]]:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--params is not valid JSON: {exc.msg}") from None
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        raise ValueError('--params must be an object of objects, e.g. {"trueskill": {"beta": 4}}')
+    unknown = sorted(set(value) - set(NAMES))
+    if unknown:
+        raise ValueError(f"--params names unknown algorithms: {', '.join(unknown)}")
+    return value
+
+
+def _table(rows: list[dict[str, Any]], markdown: bool) -> str:
+    names = list(dict.fromkeys(row["algorithm"] for row in rows))
+    header = [
+        "file",
+        "algorithm",
+        "matches",
+        "error",
+        "log loss",
+        "brier",
+        *[f"on {n}'s tightest" for n in names],
+        "seconds",
+    ]
+    body: list[list[str]] = []
+    for row in rows:
+        challenged = dict(row["challenged"])
+        challenged[row["algorithm"]] = row["tightest_error"]
+        body.append(
+            [
+                row["file"].rsplit("/", 1)[-1],
+                row["algorithm"],
+                str(row["matches"]),
+                _percent(row["prediction_error"]),
+                _number(row["log_loss"]),
+                _number(row["brier"]),
+                *[_percent(challenged.get(n, math.nan)) for n in names],
+                f"{row['seconds']:.2f}",
+            ]
+        )
+    if markdown:
+        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(cells) + " |" for cells in body]
+        return "\n".join(lines)
+    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+        for r in [header, *body]
+    )
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    """Replay each file with each algorithm, predicting before every match; print metrics."""
+    from app.evaluation.metrics import json_safe
+    from app.evaluation.progress import wanted
+    from app.evaluation.runner import evaluate_file
+
+    names = [n.strip() for n in args.algorithms.split(",") if n.strip()]
+    unknown = [n for n in names if n not in NAMES]
+    if not names or unknown:
+        return _fail(f"unknown algorithms {unknown}: choose from {', '.join(NAMES)}")
+    try:
+        params = _parse_params(args.params)
+    except ValueError as exc:
+        return _fail(str(exc))
+    progress = wanted(args.progress)
+    rows: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for path in args.files:
+        try:
+            match_file = read_matches(path)
+            evaluation = evaluate_file(
+                match_file,
+                names,
+                params,
+                progress=progress,
+                track=6 if args.plots else 0,
+                tie_weight=1.0 if args.prediction_ties == "wrong" else 0.5,
+            )
+        except DataError as exc:
+            return _fail(str(exc))
+        except RatingInputError as exc:
+            return _fail(f"{path}: {exc}")
+        rows.extend(evaluation.results)
+        notes.append(
+            f"{path}: {len(match_file.matches)} matches, {len(match_file.players)} players, "
+            f"empirical draw probability {evaluation.draw_probability:.4f}, "
+            f"{match_file.skipped} skipped (a player twice in one match)"
+        )
+        if args.plots:
+            from app.evaluation.plots import write_plots
+
+            try:
+                written = write_plots(evaluation, args.plots)
+            except (RuntimeError, OSError) as exc:
+                return _fail(str(exc))
+            notes.extend(f"wrote {path}" for path in written)
+    if args.format == "json":
+        print(json.dumps({"results": json_safe(rows)}, indent=2))
+    else:
+        print(_table(rows, markdown=args.format == "markdown"))
+        for note in notes:
+            print(note, file=sys.stderr)
+    return 0
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    """Fit an algorithm's parameters on the earlier part of a file; compare on the rest."""
+    from app.evaluation.fit import fit
+    from app.evaluation.metrics import json_safe
+    from app.evaluation.progress import wanted
+
+    if args.algorithm not in NAMES:
+        return _fail(f"unknown algorithm {args.algorithm!r}: choose from {', '.join(NAMES)}")
+    verbose = wanted(args.progress)
+
+    def report(count: int, values: dict[str, float], loss: float) -> None:
+        if verbose:
+            shown = ", ".join(f"{k}={v:.4g}" for k, v in values.items())
+            print(f"  evaluation {count}: {shown}: log loss {loss:.5f}", file=sys.stderr)
+
+    started = time.perf_counter()
+    try:
+        match_file = read_matches(args.file)
+        result = fit(
+            match_file,
+            args.algorithm,
+            train_fraction=args.train_fraction,
+            max_evaluations=args.max_evaluations,
+            on_evaluation=report,
+        )
+    except DataError as exc:
+        return _fail(str(exc))
+    except (RatingInputError, ValueError) as exc:
+        return _fail(f"{args.file}: {exc}")
+    seconds = time.perf_counter() - started
+    ladder = {"algorithm": result.algorithm, "params": result.params}
+    if args.format == "json":
+        out = {
+            "file": args.file,
+            "name": result.name,
+            "algorithm": result.algorithm,
+            "params": result.params,
+            "default_params": result.default_params,
+            "train_matches": result.train_matches,
+            "test_matches": result.test_matches,
+            "train_log_loss_default": result.train_loss_default,
+            "train_log_loss": result.train_loss,
+            "evaluations": result.evaluations,
+            "test": result.test,
+            "seconds": seconds,
+        }
+        print(json.dumps(json_safe(out), indent=2))
+        return 0
+    d, f = result.test["default"], result.test["fitted"]
+    print(
+        f"{args.file}: {result.name} fitted on the first {result.train_matches} matches "
+        f"({result.evaluations} replays, {seconds:.1f} s)"
+    )
+    print(
+        f"  train pair log loss: default {result.train_loss_default:.5f}, "
+        f"fitted {result.train_loss:.5f}"
+    )
+    print(f"  on the later {result.test_matches} matches:")
+    print(f"    {'':8} {'error':>8} {'log loss':>9} {'pair ll':>8} {'brier':>7}")
+    for label, row in (("default", d), ("fitted", f)):
+        print(
+            f"    {label:8} {_percent(row['prediction_error']):>8} "
+            f"{_number(row['log_loss']):>9} {_number(row['pair_log_loss']):>8} "
+            f"{_number(row['brier']):>7}"
+        )
+    print("ladder params:")
+    print(json.dumps(ladder))
+    return 0
+
+
+def add_parsers(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Register ``evaluate`` and ``fit`` on the ``ratings`` command's subparsers."""
+    evaluate = subparsers.add_parser(
+        "evaluate",
+        help="replay match files, predicting before every match; report prediction error",
+        description="Replay JSON Lines match files (plain or .gz) in time order with each "
+        "algorithm, predicting every match before rating it (the TrueSkill paper's "
+        "section 4.1).",
+    )
+    evaluate.add_argument("files", nargs="+", metavar="FILE")
+    evaluate.add_argument(
+        "--algorithms",
+        default=",".join(DEFAULT_ALGORITHMS),
+        help=f"comma-separated, from {', '.join(NAMES)} (default: %(default)s)",
+    )
+    evaluate.add_argument(
+        "--params", help='JSON object of per-algorithm parameters, e.g. {"trueskill": {"beta": 4}}'
+    )
+    evaluate.add_argument("--format", choices=("table", "json", "markdown"), default="table")
+    evaluate.add_argument("--plots", metavar="DIR", help="write PNG figures there (matplotlib)")
+    evaluate.add_argument(
+        "--prediction-ties",
+        choices=("half", "wrong"),
+        default="half",
+        help="how a pair predicted exactly even counts in the prediction error "
+        "(default: half; the paper's published numbers match 'wrong')",
+    )
+    evaluate.add_argument("--progress", action="store_true", help="progress bars on stderr")
+    evaluate.set_defaults(func=cmd_evaluate, handler=cmd_evaluate)
+
+    fit = subparsers.add_parser(
+        "fit",
+        help="fit an algorithm's parameters on the earlier part of a match file",
+        description="Choose parameters minimising log loss on the earlier part of FILE, "
+        "report the later part against the defaults, print the ladder params.",
+    )
+    fit.add_argument("file", metavar="FILE")
+    fit.add_argument("--algorithm", required=True, help=f"one of {', '.join(NAMES)}")
+    fit.add_argument("--train-fraction", type=float, default=0.5)
+    fit.add_argument(
+        "--max-evaluations", type=int, default=40, help="most replays of the training part"
+    )
+    fit.add_argument("--format", choices=("text", "json"), default="text")
+    fit.add_argument("--progress", action="store_true", help="each replay's loss on stderr")
+    fit.set_defaults(func=cmd_fit, handler=cmd_fit)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``evaluate`` or ``fit`` standalone: ``python -m app.evaluation.cli evaluate ...``."""
+    parser = argparse.ArgumentParser(prog="ratings")
+    add_parsers(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
+    args = parser.parse_args(argv)
+    status: int = args.handler(args)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
