@@ -1,0 +1,137 @@
+"""Recording matches and reading them back."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, Response, status
+
+from app import recording, rerate, services
+from app.api.deps import (
+    ADMIN,
+    LIMIT_DEFAULT,
+    READ,
+    WRITE,
+    Cursor,
+    LadderDep,
+    Limit,
+    NowDep,
+    SessionDep,
+)
+from app.metrics import MATCHES_RECORDED
+from app.schemas import (
+    ID_PATTERN,
+    BatchResult,
+    MatchBatch,
+    MatchCreate,
+    MatchPage,
+    MatchResult,
+    VoidResult,
+)
+
+router = APIRouter(prefix="/ladders/{ladder}/matches", tags=["matches"])
+
+MatchIdPath = Annotated[
+    str, Path(min_length=1, max_length=128, pattern=ID_PATTERN, description="The match id.")
+]
+
+
+def _json(text: str, status_code: int) -> Response:
+    # The stored document, byte for byte: a retried request sees exactly the first answer.
+    return Response(content=text, status_code=status_code, media_type="application/json")
+
+
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    response_model=MatchResult,
+    responses={
+        200: {
+            "description": "A retry: this match_id and body were recorded before.",
+            "model": MatchResult,
+        },
+        409: {"description": "This match_id was recorded with a different body."},
+    },
+    summary="Record a match (write)",
+    dependencies=WRITE,
+)
+def record_match(
+    body: MatchCreate, ladder: LadderDep, session: SessionDep, now: NowDep
+) -> Response:
+    text, created = recording.record_match(session=session, ladder=ladder, body=body, now=now)
+    if created:
+        MATCHES_RECORDED.inc()
+    return _json(text, status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+@router.post(
+    "/batch",
+    status_code=status.HTTP_201_CREATED,
+    response_model=BatchResult,
+    responses={
+        409: {"description": "A match_id was recorded with a different body (named by index)."},
+        422: {
+            "description": "A bad match (named by index, e.g. `matches.3.teams`); nothing "
+            "of the batch is written."
+        },
+    },
+    summary="Record up to 10,000 matches in order, all or nothing (write)",
+    dependencies=WRITE,
+)
+def record_batch(body: MatchBatch, ladder: LadderDep, session: SessionDep, now: NowDep) -> Response:
+    """Apply the matches in list order in one transaction: either every one is recorded or
+    none. Each result is exactly what `POST .../matches` answers for that match; a match_id
+    recorded before with the same body gives its stored result and is not applied again.
+    The ratings equal posting the matches one by one."""
+    results = recording.record_matches(session=session, ladder=ladder, bodies=body.matches, now=now)
+    MATCHES_RECORDED.inc(sum(1 for _, created in results if created))
+    return _json('{"results":[' + ",".join(text for text, _ in results) + "]}", 201)
+
+
+@router.get(
+    "",
+    response_model=MatchPage,
+    summary="Recorded matches, newest first",
+    dependencies=READ,
+)
+def list_matches(
+    ladder: LadderDep,
+    session: SessionDep,
+    player: Annotated[
+        str | None,
+        Query(min_length=1, max_length=128, pattern=ID_PATTERN, description="Only this player's."),
+    ] = None,
+    limit: Limit = LIMIT_DEFAULT,
+    cursor: Cursor = None,
+) -> Response:
+    text = services.list_matches(
+        session=session, ladder=ladder, player_id=player, limit=limit, cursor=cursor
+    )
+    return _json(text, 200)
+
+
+@router.get(
+    "/{match_id}", response_model=MatchResult, summary="A recorded match", dependencies=READ
+)
+def get_match(match_id: MatchIdPath, ladder: LadderDep, session: SessionDep) -> Response:
+    return _json(services.match_result(session=session, ladder=ladder, match_id=match_id), 200)
+
+
+@router.delete(
+    "/{match_id}",
+    response_model=VoidResult,
+    summary="Void a match and re-rate what it reached (admin)",
+    dependencies=ADMIN,
+)
+def void_match(
+    match_id: MatchIdPath, ladder: LadderDep, session: SessionDep, now: NowDep
+) -> VoidResult:
+    """Void a match (cheating, a bad report): every later match it reaches (its players',
+    then theirs, transitively) is re-rated as if it had never been played, so ratings,
+    history and leaderboard equal a replay without it. In one transaction.
+
+    The match stays readable, marked `"voided": true` with `voided_at` and the numbers it
+    had; it leaves its players' history and match counts (a player whose only match it was
+    leaves the leaderboard). Voiding it again changes nothing and answers 200 with
+    `already_voided: true`. Seeded ratings keep their place between a player's matches."""
+    return rerate.void_match(session=session, ladder=ladder, match_id=match_id, now=now)

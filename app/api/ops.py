@@ -1,0 +1,65 @@
+"""Operations endpoints: liveness, readiness and Prometheus metrics (outside ``/v1``)."""
+
+from __future__ import annotations
+
+import anyio
+from anyio import to_thread
+from fastapi import APIRouter, Response
+from pydantic import BaseModel, Field
+
+from app.config import get_settings
+from app.db import get_engine, schema_is_current
+from app.errors import ServiceUnavailable
+from app.metrics import render_metrics
+
+router = APIRouter(tags=["operations"])
+
+
+class Status(BaseModel):
+    """The answer of a probe that passed."""
+
+    status: str = Field(examples=["ok"])
+
+
+@router.get("/healthz", summary="Liveness: the process is up")
+async def healthz() -> Status:
+    """Answers 200 while the process serves requests; touches nothing else."""
+    return Status(status="ok")
+
+
+def _database_ready() -> bool:
+    return schema_is_current(get_engine())
+
+
+@router.get(
+    "/readyz",
+    summary="Readiness: the database answers and its schema is at the newest migration",
+    responses={503: {"description": "Database unreachable, too slow, or schema behind"}},
+)
+async def readyz() -> Status:
+    """200 when the database answers within ``RATINGS_READINESS_TIMEOUT_S`` and its schema
+    is at head; otherwise 503 (problem+json) at once, never hanging on a dead database."""
+    timeout = get_settings().readiness_timeout_s
+    try:
+        with anyio.fail_after(timeout):
+            current = await to_thread.run_sync(_database_ready, abandon_on_cancel=True)
+    except TimeoutError:
+        raise ServiceUnavailable(f"database: no answer within {timeout:g} s") from None
+    except Exception as exc:
+        # The message may name the host or hold credentials: only the kind is reported.
+        raise ServiceUnavailable(f"database: unreachable ({type(exc).__name__})") from None
+    if not current:
+        raise ServiceUnavailable("schema: not at the newest migration; run `ratings migrate`")
+    return Status(status="ready")
+
+
+@router.get(
+    "/metrics",
+    summary="Prometheus metrics",
+    response_class=Response,
+    responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text format"}},
+)
+def metrics() -> Response:
+    """Request counts and latencies by route template and status, and matches recorded."""
+    body, content_type = render_metrics()
+    return Response(content=body, media_type=content_type)

@@ -1,0 +1,106 @@
+"""Players, their history, and the leaderboard.
+
+The routes are asynchronous and do their database work in one trip to the thread pool
+(:func:`app.api.deps.answer`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, Response
+
+from app import services
+from app.api.deps import (
+    ADMIN,
+    LIMIT_DEFAULT,
+    READ,
+    Cursor,
+    LadderPath,
+    Limit,
+    NowDep,
+    SessionDep,
+    answer,
+)
+from app.schemas import ID_PATTERN, HistoryPage, LeaderboardPage, PlayerOut, PlayerSeed
+
+router = APIRouter(prefix="/ladders/{ladder}", tags=["players"])
+
+PlayerIdPath = Annotated[
+    str, Path(min_length=1, max_length=128, pattern=ID_PATTERN, description="The player id.")
+]
+
+
+@router.get(
+    "/leaderboard",
+    response_model=LeaderboardPage,
+    summary="Players by conservative rating, highest first",
+    dependencies=READ,
+)
+async def leaderboard(
+    ladder: LadderPath,
+    session: SessionDep,
+    limit: Limit = LIMIT_DEFAULT,
+    cursor: Cursor = None,
+    min_matches: Annotated[
+        int, Query(ge=0, le=2**31 - 1, description="Only players with this many matches.")
+    ] = 0,
+) -> Response:
+    return await answer(
+        session,
+        ladder,
+        lambda found: services.leaderboard(
+            session=session, ladder=found, limit=limit, cursor=cursor, min_matches=min_matches
+        ),
+    )
+
+
+@router.get(
+    "/players/{player_id}", response_model=PlayerOut, summary="A player's rating", dependencies=READ
+)
+async def get_player(player_id: PlayerIdPath, ladder: LadderPath, session: SessionDep) -> Response:
+    return await answer(
+        session,
+        ladder,
+        lambda found: services.get_player(session=session, ladder=found, player_id=player_id),
+    )
+
+
+@router.put(
+    "/players/{player_id}",
+    response_model=PlayerOut,
+    summary="Seed or import a player's rating (admin)",
+    dependencies=ADMIN,
+)
+async def seed_player(
+    player_id: PlayerIdPath, body: PlayerSeed, ladder: LadderPath, session: SessionDep, now: NowDep
+) -> Response:
+    return await answer(
+        session,
+        ladder,
+        lambda found: services.seed_player(
+            session=session, ladder=found, player_id=player_id, body=body, now=now
+        ),
+    )
+
+
+@router.get(
+    "/players/{player_id}/history",
+    response_model=HistoryPage,
+    summary="A player's rating changes, newest first",
+    dependencies=READ,
+)
+async def player_history(
+    player_id: PlayerIdPath,
+    ladder: LadderPath,
+    session: SessionDep,
+    limit: Limit = LIMIT_DEFAULT,
+    cursor: Cursor = None,
+) -> Response:
+    return await answer(
+        session,
+        ladder,
+        lambda found: services.player_history(
+            session=session, ladder=found, player_id=player_id, limit=limit, cursor=cursor
+        ),
+    )

@@ -1,0 +1,24 @@
+"""Predictions for proposed teams: match quality, win and draw probabilities."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+
+from app import services
+from app.api.deps import READ, LadderPath, SessionDep, answer
+from app.schemas import QualityOut, QualityRequest
+
+router = APIRouter(prefix="/ladders/{ladder}", tags=["predictions"])
+
+
+@router.post(
+    "/quality",
+    response_model=QualityOut,
+    summary="Quality of proposed teams (read)",
+    dependencies=READ,
+)
+async def quality(body: QualityRequest, ladder: LadderPath, session: SessionDep) -> Response:
+    # Loads the ladder, predicts and commits in one trip to the thread pool.
+    return await answer(
+        session, ladder, lambda found: services.predict(session=session, ladder=found, body=body)
+    )

@@ -1,0 +1,260 @@
+"""API keys: ``Authorization: Bearer <key>``, scopes read < write < admin.
+
+A key looks like ``rk_1a2b3c4d_<43 url-safe characters>``: ``rk_1a2b3c4d`` is its public
+prefix (shown in listings, used to revoke it), the rest is 256 random bits from
+``secrets``. Only the SHA-256 of the whole key is stored (``api_keys.key_hash``).
+
+Why a plain SHA-256 and not bcrypt/scrypt/argon2: slow, salted hashes exist to make guessing
+low-entropy *passwords* expensive. A key here is 256 bits from the operating system's CSPRNG,
+so even a leaked hash table cannot be brute-forced, and an unsalted fast hash lets every
+request find its key with one indexed equality lookup instead of spending ~100 ms in a
+password hash. The digest found is still compared with ``hmac.compare_digest``.
+
+No cache: every request reads the key row, so a revoked key is refused at once, by every
+worker and replica. Keys are never logged; only names and prefixes appear in output.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Annotated
+
+from anyio import to_thread
+from fastapi import Depends
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy import func, select, text, update
+from sqlalchemy.orm import Session
+
+from app.config import get_settings
+from app.db import get_session, is_read_only, mark_read_only, session_factory
+from app.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
+from app.models import ApiKey
+
+#: The scopes, weakest first; a key may do everything its scope and the weaker ones allow.
+SCOPES: tuple[str, ...] = ("read", "write", "admin")
+_RANK = {scope: rank for rank, scope in enumerate(SCOPES)}
+
+#: ``last_used_at`` is written at most this often per key, so a busy key's row is not a
+#: point of contention between workers.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="ratings"'}
+_bearer = HTTPBearer(
+    auto_error=False,
+    scheme_name="ApiKey",
+    description="An API key made with `ratings keys create`: `Authorization: Bearer <key>`.",
+)
+
+
+@dataclass(frozen=True)
+class NewKey:
+    """A key just made: the plaintext ``key`` exists only here, once."""
+
+    name: str
+    scope: str
+    prefix: str
+    key: str
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    """What may be shown about a key: never its hash or plaintext."""
+
+    name: str
+    scope: str
+    prefix: str
+    created_at: datetime
+    revoked_at: datetime | None
+    last_used_at: datetime | None
+
+
+def generate_key() -> str:
+    """A fresh key ``rk_<8 hex>_<secret>`` with 32 + 256 random bits."""
+    return f"rk_{secrets.token_hex(4)}_{secrets.token_urlsafe(32)}"
+
+
+def key_prefix(key: str) -> str:
+    """The public part of ``key`` (``rk_<8 hex>``), at most 16 characters."""
+    return key[:11]
+
+
+def hash_key(key: str) -> str:
+    """The SHA-256 hex digest of the whole key, as stored in ``api_keys.key_hash``."""
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def _utc(moment: datetime) -> datetime:
+    # SQLite hands back naive datetimes even for timezone-aware columns; they are UTC.
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _info(row: ApiKey) -> KeyInfo:
+    return KeyInfo(
+        name=row.name,
+        scope=row.scope,
+        prefix=row.prefix,
+        created_at=_utc(row.created_at),
+        revoked_at=_utc(row.revoked_at) if row.revoked_at is not None else None,
+        last_used_at=_utc(row.last_used_at) if row.last_used_at is not None else None,
+    )
+
+
+def create_key(session: Session, *, name: str, scope: str) -> NewKey:
+    """Make and store a key named ``name``; the returned plaintext is never stored.
+
+    Raises ``InvalidInput`` for an unknown scope or a bad name, ``Conflict`` when an active
+    key already has that name (names identify keys to revoke).
+    """
+    if scope not in _RANK:
+        raise InvalidInput(f"scope: must be one of {', '.join(SCOPES)}")
+    if not 1 <= len(name) <= 128 or not name.isprintable() or name != name.strip():
+        raise InvalidInput("name: 1 to 128 printable characters, no surrounding spaces")
+    taken = session.scalar(
+        select(func.count())
+        .select_from(ApiKey)
+        .where(ApiKey.name == name, ApiKey.revoked_at.is_(None))
+    )
+    if taken:
+        raise Conflict(f"name: an active key is already named {name!r}")
+    key = generate_key()
+    prefix = key_prefix(key)
+    session.add(
+        ApiKey(
+            name=name,
+            scope=scope,
+            prefix=prefix,
+            key_hash=hash_key(key),
+            created_at=datetime.now(UTC),
+        )
+    )
+    session.flush()
+    return NewKey(name=name, scope=scope, prefix=prefix, key=key)
+
+
+def list_keys(session: Session) -> list[KeyInfo]:
+    """Every key, revoked ones too, oldest first."""
+    rows = session.scalars(select(ApiKey).order_by(ApiKey.created_at, ApiKey.id))
+    return [_info(row) for row in rows]
+
+
+def revoke_key(session: Session, *, name_or_prefix: str) -> KeyInfo:
+    """Revoke the one active key with this name or prefix; refused from the next request on.
+
+    Raises ``NotFound`` when no active key matches, ``Conflict`` when several do.
+    """
+    rows = list(
+        session.scalars(
+            select(ApiKey).where(
+                (ApiKey.name == name_or_prefix) | (ApiKey.prefix == name_or_prefix),
+                ApiKey.revoked_at.is_(None),
+            )
+        )
+    )
+    if not rows:
+        raise NotFound(f"key: no active key is named or prefixed {name_or_prefix!r}")
+    if len(rows) > 1:
+        raise Conflict(f"key: {len(rows)} active keys match {name_or_prefix!r}; use the prefix")
+    row = rows[0]
+    row.revoked_at = datetime.now(UTC)
+    session.flush()
+    return _info(row)
+
+
+#: The PostgreSQL advisory lock that serialises first starts of several replicas.
+_FIRST_KEY_LOCK = 0x72617469  # "rati"
+
+
+def ensure_first_admin_key(session: Session) -> NewKey | None:
+    """On a database with no keys at all, make an admin key named ``admin`` and return it.
+
+    Replicas starting together on PostgreSQL take a transaction-scoped advisory lock first,
+    so only one of them makes the key (SQLite's ``BEGIN IMMEDIATE`` already serialises).
+    """
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text("SELECT pg_advisory_xact_lock(:lock)"), {"lock": _FIRST_KEY_LOCK})
+    if session.scalar(select(func.count()).select_from(ApiKey)):
+        return None
+    return create_key(session, name="admin", scope="admin")
+
+
+def authenticate(session: Session, key: str) -> ApiKey | None:
+    """The active key row for ``key``, or None for an unknown or revoked key."""
+    digest = hash_key(key)
+    row = session.scalar(select(ApiKey).where(ApiKey.key_hash == digest))
+    if row is None or not hmac.compare_digest(row.key_hash, digest):
+        return None
+    if row.revoked_at is not None:
+        return None
+    now = datetime.now(UTC)
+    if row.last_used_at is None or now - _utc(row.last_used_at) >= LAST_USED_RESOLUTION:
+        bind = session.get_bind()
+        if is_read_only(session) and bind.dialect.name == "sqlite":
+            # A SQLite read transaction cannot take the write lock: a short transaction of
+            # its own records the use (at most once a minute per key).
+            with session_factory(bind.engine).begin() as own:
+                own.execute(update(ApiKey).where(ApiKey.id == row.id).values(last_used_at=now))
+        else:
+            row.last_used_at = now
+    return row
+
+
+Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+
+
+def _authorize(
+    session: Session, credentials: HTTPAuthorizationCredentials | None, needed: str
+) -> ApiKey:
+    if credentials is None or not credentials.credentials:
+        raise Unauthorized(
+            f"Authorization: this request needs a Bearer key of scope {needed} or higher",
+            headers=_CHALLENGE,
+        )
+    row = authenticate(session, credentials.credentials)
+    if row is None:
+        raise Unauthorized(
+            "Authorization: the key is unknown or revoked",
+            headers={"WWW-Authenticate": 'Bearer realm="ratings", error="invalid_token"'},
+        )
+    if _RANK.get(row.scope, -1) < _RANK[needed]:
+        raise Forbidden(f"Authorization: key {row.prefix} has scope {row.scope}; {needed} needed")
+    return row
+
+
+def _requirement(needed: str) -> Callable[..., Awaitable[ApiKey | None]]:
+    async def dependency(
+        credentials: Credentials,
+        # The route's own session (same dependency, same scope, so FastAPI hands both the
+        # one instance): a second transaction would queue behind the first on SQLite.
+        session: Annotated[Session, Depends(get_session, scope="function")],
+    ) -> ApiKey | None:
+        # Asynchronous, so that open reads and requests without a key are answered without a
+        # trip to the thread pool; only the key lookup itself runs in a worker thread.
+        if needed == "read":
+            # Routes open to read keys only read: on SQLite their transaction then takes no
+            # write lock.
+            mark_read_only(session)
+            if not get_settings().require_read_key:
+                return None
+        if credentials is None or not credentials.credentials:
+            raise Unauthorized(
+                f"Authorization: this request needs a Bearer key of scope {needed} or higher",
+                headers=_CHALLENGE,
+            )
+        return await to_thread.run_sync(_authorize, session, credentials, needed)
+
+    dependency.__name__ = f"require_{needed}"
+    dependency.__doc__ = f"FastAPI dependency: a valid key of scope {needed} or higher."
+    return dependency
+
+
+#: Reads: open unless ``RATINGS_REQUIRE_READ_KEY`` is set; then any active key.
+require_read = _requirement("read")
+#: Recording matches: a key of scope write or admin.
+require_write = _requirement("write")
+#: Ladder configuration, rating seeds, voiding: an admin key.
+require_admin = _requirement("admin")

@@ -1,0 +1,46 @@
+"""Settings, read once from ``RATINGS_*`` environment variables (pydantic-settings)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """The service's configuration; every field is ``RATINGS_<NAME>`` in the environment."""
+
+    model_config = SettingsConfigDict(env_prefix="RATINGS_", extra="ignore")
+
+    #: Any SQLAlchemy URL; a plain ``postgresql://`` URL uses psycopg 3.
+    database_url: str = "sqlite:///./ratings.db"
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=1, le=65535)
+    workers: int = Field(default=1, ge=1, le=64)
+    #: Largest request body accepted, in bytes; larger bodies get 413.
+    max_body_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    #: When true, reads need a key of scope ``read`` too.
+    require_read_key: bool = False
+    #: Connections per worker (PostgreSQL); the pool overflows by the same number.
+    pool_size: int = Field(default=10, ge=1, le=200)
+    #: PostgreSQL statement timeout in milliseconds (0: none).
+    statement_timeout_ms: int = Field(default=10_000, ge=0)
+    #: SQLite busy timeout in milliseconds: how long a writer waits for the lock.
+    sqlite_busy_timeout_ms: int = Field(default=30_000, ge=0)
+    #: How long ``/readyz`` waits for the database before answering 503, in seconds.
+    readiness_timeout_s: float = Field(default=2.0, gt=0, le=60)
+    #: uvicorn's log level: critical, error, warning, info, debug or trace.
+    log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = "info"
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _lower_case_level(cls, value: object) -> object:
+        return value.lower() if isinstance(value, str) else value
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process's settings, loaded once."""
+    return Settings()

@@ -1,0 +1,313 @@
+"""Engine, sessions and schema migrations.
+
+One request is one transaction: :func:`get_session` commits when the route returns and
+rolls back when it raises; repositories and services only flush.
+
+SQLite: write-ahead log, a busy timeout, foreign keys on, and ``BEGIN IMMEDIATE`` for every
+transaction (the SQLAlchemy "pysqlite serializable" recipe), so writers queue for the
+database lock instead of failing on upgrade from a read lock. PostgreSQL: psycopg 3, a
+sized pool that pings connections which sat idle, and a statement timeout.
+"""
+
+from __future__ import annotations
+
+import ast
+import threading
+import time
+from collections.abc import AsyncIterator
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from anyio import to_thread
+from sqlalchemy import Engine, create_engine, event, inspect, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DisconnectionError
+from sqlalchemy.orm import Session, sessionmaker
+from starlette.requests import Request
+
+from app.config import get_settings
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+
+#: The project root: alembic.ini and migrations/ live there.
+ROOT = Path(__file__).resolve().parent.parent
+
+#: A pooled PostgreSQL connection idle for longer than this (seconds) is pinged before use.
+PING_AFTER_IDLE_S = 5.0
+
+#: Execution option of a session whose transaction only reads (see :func:`mark_read_only`).
+READ_ONLY = "ratings_read_only"
+
+_engines: dict[str, Engine] = {}
+_factories: dict[int, sessionmaker[Session]] = {}
+_lock = threading.Lock()
+
+
+def normalize_url(url: str) -> str:
+    """A plain ``postgresql://`` URL means psycopg 3 (SQLAlchemy's default is psycopg2)."""
+    if url.startswith("postgresql://") or url.startswith("postgres://"):
+        return "postgresql+psycopg://" + url.split("://", 1)[1]
+    return url
+
+
+def _sqlite_engine(url: str) -> Engine:
+    settings = get_settings()
+    engine = create_engine(url, connect_args={"check_same_thread": False})
+    busy_ms = settings.sqlite_busy_timeout_ms
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Stop pysqlite from issuing its own BEGIN (and COMMIT before DDL): we emit ours.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {int(busy_ms)}")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        if make_url(url).database not in (None, "", ":memory:"):
+            cursor.execute("PRAGMA journal_mode = WAL")
+            # WAL's recommended level: no fsync per commit, still safe if the process
+            # crashes (a power cut may lose the last commits, never corrupt the file).
+            cursor.execute("PRAGMA synchronous = NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        if connection.get_execution_options().get(READ_ONLY):
+            # A read: a deferred transaction reads one snapshot of the write-ahead log
+            # without the write lock, so reads neither queue behind writers nor hold them up.
+            connection.exec_driver_sql("BEGIN")
+        else:
+            # Take the write lock at the start: one writer at a time, in arrival order.
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine
+
+
+#: Seconds a new PostgreSQL connection may take before the request gets a 503.
+CONNECT_TIMEOUT_S = 5
+
+
+def _postgres_engine(url: str) -> Engine:
+    settings = get_settings()
+    # A database that stops answering must not hang a request: connecting gives up after
+    # CONNECT_TIMEOUT_S, and the kernel drops a connection whose peer stopped acknowledging
+    # (keepalive probes on idle connections, tcp_user_timeout on unacknowledged writes).
+    connect_args: dict[str, Any] = {
+        "connect_timeout": CONNECT_TIMEOUT_S,
+        "keepalives": 1,
+        "keepalives_idle": 30,
+        "keepalives_interval": 5,
+        "keepalives_count": 3,
+        "tcp_user_timeout": 30_000,
+    }
+    if settings.statement_timeout_ms:
+        connect_args["options"] = f"-c statement_timeout={settings.statement_timeout_ms}"
+    engine = create_engine(
+        url,
+        pool_size=settings.pool_size,
+        max_overflow=settings.pool_size,
+        connect_args=connect_args,
+    )
+
+    # SQLAlchemy's pool_pre_ping costs a round trip on every checkout, that is on every
+    # request. A connection in steady use is known to be alive; one that sat idle in the
+    # pool (where a server restart or a failover may have cut it) is pinged first, and a
+    # dead one is replaced before the request sees it.
+    @event.listens_for(engine, "checkin")
+    def _on_checkin(_dbapi_connection: Any, record: Any) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        idle_since = record.info.get("idle_since")
+        if idle_since is None or time.monotonic() - idle_since <= PING_AFTER_IDLE_S:
+            return
+        try:
+            cursor = dbapi_connection.cursor()
+            try:
+                cursor.execute("SELECT 1")
+            finally:
+                cursor.close()
+        except Exception as exc:
+            raise DisconnectionError("pooled connection is dead") from exc
+
+    return engine
+
+
+def get_engine(url: str | None = None) -> Engine:
+    """The engine for ``url`` (default: the settings' database URL), made once per URL."""
+    url = normalize_url(url or get_settings().database_url)
+    with _lock:
+        engine = _engines.get(url)
+        if engine is None:
+            if make_url(url).get_backend_name() == "sqlite":
+                engine = _sqlite_engine(url)
+            else:
+                engine = _postgres_engine(url)
+            _engines[url] = engine
+        return engine
+
+
+def dispose_engines() -> None:
+    """Close every pooled connection (tests, and workers after a fork)."""
+    with _lock:
+        for engine in _engines.values():
+            engine.dispose()
+        _engines.clear()
+        _factories.clear()
+
+
+def session_factory(engine: Engine) -> sessionmaker[Session]:
+    """A session factory bound to ``engine`` (objects stay readable after commit)."""
+    with _lock:
+        factory = _factories.get(id(engine))
+        if factory is None:
+            factory = sessionmaker(bind=engine, expire_on_commit=False, autoflush=False)
+            _factories[id(engine)] = factory
+        return factory
+
+
+def mark_read_only(session: Session) -> None:
+    """Let ``session``'s next transaction begin as a read.
+
+    On SQLite that is a plain deferred ``BEGIN`` instead of ``BEGIN IMMEDIATE``: the
+    transaction must then never write (in WAL mode a read transaction cannot always be
+    upgraded to a write one). On PostgreSQL nothing changes. No effect on a transaction
+    that has begun already.
+    """
+    session.execution_options = session.execution_options.union({READ_ONLY: True})
+
+
+def is_read_only(session: Session) -> bool:
+    """Whether ``session`` was marked with :func:`mark_read_only`."""
+    return bool(session.execution_options.get(READ_ONLY))
+
+
+class _SessionLocal:
+    """``SessionLocal()``: a new session on the configured database."""
+
+    def __call__(self) -> Session:
+        return session_factory(get_engine())()
+
+
+SessionLocal = _SessionLocal()
+
+
+def _finish(session: Session, *, commit: bool, close: bool) -> None:
+    try:
+        if commit:
+            session.commit()
+        else:
+            session.rollback()
+    finally:
+        if close:
+            session.close()
+
+
+async def get_session(request: Request) -> AsyncIterator[Session]:
+    """FastAPI dependency: one request, one transaction (commit on success, else roll back).
+
+    Every use of this dependency in one request shares one session (kept on
+    ``request.state``), whatever its dependency scope: the key check and the route write in
+    the same transaction, and on SQLite a second transaction could never get the write lock.
+    Each use commits when it exits cleanly; the function-scoped use in the routes exits first,
+    so the transaction is committed before the response is sent.
+
+    Asynchronous on purpose: making a session does no I/O (it connects at its first query,
+    in the route's worker thread), and a route that committed in its own worker thread
+    leaves nothing to do here. Otherwise the commit takes one trip to the thread pool. Every
+    trip costs a thread hand-off, which on a busy worker is a large share of a short request.
+    """
+    session: Session | None = getattr(request.state, "db_session", None)
+    owner = session is None
+    if session is None:
+        session = SessionLocal()
+        request.state.db_session = session
+    try:
+        yield session
+    except BaseException:
+        # Shielded: a client that went away must not leave the connection checked out.
+        with anyio.CancelScope(shield=True):
+            await to_thread.run_sync(partial(_finish, session, commit=False, close=owner))
+        raise
+    if session.in_transaction():
+        with anyio.CancelScope(shield=True):
+            await to_thread.run_sync(partial(_finish, session, commit=True, close=owner))
+    elif owner:
+        # Committed by the route already (see ``app.api.deps.run_in_worker``), so the
+        # connection is back in the pool: closing does no I/O.
+        session.close()
+
+
+# Alembic (with Mako and Pygments) is imported only by the functions that migrate: a worker
+# serving requests never needs it, and it would cost every worker about 12 MB.
+
+
+def alembic_config(url: str | None = None) -> Config:
+    """The Alembic configuration for ``url`` (default: the settings' database URL)."""
+    from alembic.config import Config
+
+    ini = ROOT / "alembic.ini"
+    config = Config(str(ini)) if ini.exists() else Config()
+    config.set_main_option("script_location", str(ROOT / "migrations"))
+    config.attributes["url"] = normalize_url(url or get_settings().database_url)
+    return config
+
+
+def upgrade(url: str | None = None, revision: str = "head") -> None:
+    """Migrate the database at ``url`` up to ``revision`` (``alembic upgrade``)."""
+    from alembic import command
+
+    command.upgrade(alembic_config(url), revision)
+
+
+def downgrade(url: str | None, revision: str) -> None:
+    """Migrate the database at ``url`` down to ``revision`` (``"base"``: drop everything)."""
+    from alembic import command
+
+    command.downgrade(alembic_config(url), revision)
+
+
+def _revisions(source: str) -> tuple[str | None, tuple[str, ...]]:
+    """A migration file's ``revision`` and the revisions it follows (``down_revision``)."""
+    revision: str | None = None
+    parents: tuple[str, ...] = ()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            continue
+        if not isinstance(target, ast.Name):
+            continue
+        if target.id == "revision":
+            revision = ast.literal_eval(value)
+        elif target.id == "down_revision":
+            down = ast.literal_eval(value)
+            parents = (down,) if isinstance(down, str) else tuple(down or ())
+    return revision, parents
+
+
+def migration_heads() -> set[str]:
+    """The newest revisions of ``migrations/versions`` (the ones no migration follows), read
+    from the files themselves, as ``alembic heads`` would list them."""
+    revisions: set[str] = set()
+    followed: set[str] = set()
+    for path in (ROOT / "migrations" / "versions").glob("*.py"):
+        revision, parents = _revisions(path.read_text(encoding="utf-8"))
+        if revision is not None:
+            revisions.add(revision)
+            followed.update(parents)
+    return revisions - followed
+
+
+def schema_is_current(engine: Engine) -> bool:
+    """Whether the database's schema revision is the newest migration (for ``/readyz``)."""
+    with engine.connect() as connection:
+        if not inspect(connection).has_table("alembic_version"):
+            return False
+        current = set(connection.scalars(text("SELECT version_num FROM alembic_version")))
+    return current == migration_heads()

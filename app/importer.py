@@ -1,0 +1,204 @@
+"""``ratings import``: load a JSON Lines file of match bodies into a ladder, in chunks.
+
+Each line is exactly the body of ``POST /v1/ladders/{ladder}/matches`` (``.gz`` files are
+read compressed). Every chunk is one transaction through the batch path
+(``recording.record_matches``), so an import rates exactly as posting the matches would.
+Matches already recorded (by ``match_id``, with the same body) are skipped, so an import
+that stopped can simply be run again. A bad line stops the import, naming its line number;
+nothing of its chunk is written, the chunks before it stay.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, TextIO
+
+from pydantic import ValidationError
+from sqlalchemy.orm import Session
+
+from app import services
+from app.errors import ProblemError
+from app.recording import MatchConflict, MatchRefused, record_matches
+from app.schemas import MAX_BATCH, MatchCreate
+
+DEFAULT_CHUNK = 5000
+
+
+class ImportFailed(Exception):
+    """The import stopped; the message names the line and says what was kept."""
+
+
+@dataclass
+class Summary:
+    """What an import did."""
+
+    read: int = 0
+    recorded: int = 0
+    skipped: int = 0
+    seconds: float = 0.0
+
+    @property
+    def rate(self) -> float:
+        return self.read / self.seconds if self.seconds > 0 else 0.0
+
+    def text(self) -> str:
+        return (
+            f"matches read {self.read:,}, recorded {self.recorded:,}, skipped (already "
+            f"recorded) {self.skipped:,}, in {self.seconds:.2f} s, {self.rate:,.0f} matches/s"
+        )
+
+
+class Progress:
+    """A one-line progress bar on a terminal: share of the file read, matches, speed."""
+
+    WIDTH = 30
+
+    def __init__(self, stream: TextIO, total_bytes: int) -> None:
+        self.stream = stream
+        self.total = max(total_bytes, 1)
+        self.started = time.perf_counter()
+
+    def show(self, done_bytes: int, matches: int) -> None:
+        share = min(done_bytes / self.total, 1.0)
+        filled = int(share * self.WIDTH)
+        elapsed = time.perf_counter() - self.started
+        speed = matches / elapsed if elapsed > 0 else 0.0
+        bar = "#" * filled + "." * (self.WIDTH - filled)
+        self.stream.write(f"\r[{bar}] {share:4.0%} {matches:,} matches {speed:,.0f}/s")
+        self.stream.flush()
+
+    def close(self) -> None:
+        self.stream.write("\n")
+        self.stream.flush()
+
+
+def _open(path: Path) -> tuple[IO[bytes], TextIO]:
+    """The raw file (its position measures progress) and a text reader over it."""
+    raw = path.open("rb")
+    if path.suffix == ".gz":
+        return raw, io.TextIOWrapper(gzip.GzipFile(fileobj=raw), encoding="utf-8")
+    return raw, io.TextIOWrapper(raw, encoding="utf-8")
+
+
+def _detail(exc: ValidationError) -> str:
+    """``field: message`` per error, the field said once (validators name it themselves)."""
+    parts = []
+    for error in exc.errors(include_input=False)[:5]:
+        field = ".".join(str(part) for part in error.get("loc", ())) or "line"
+        message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+        if error.get("type") == "json_invalid":
+            reason = (error.get("ctx") or {}).get("error")
+            parts.append(f"not valid JSON ({reason})" if reason else "not valid JSON")
+            continue
+        parts.append(message if message.startswith(f"{field}:") else f"{field}: {message}")
+    return "; ".join(parts)
+
+
+def _chunks(lines: TextIO, size: int) -> Iterator[list[tuple[int, MatchCreate]]]:
+    """Parsed bodies with their line numbers, ``size`` at a time; blank lines are skipped."""
+    chunk: list[tuple[int, MatchCreate]] = []
+    number = 0
+    while True:
+        try:
+            line = lines.readline()
+        except UnicodeDecodeError:
+            raise ImportFailed(f"line {number + 1}: not UTF-8") from None
+        if not line:
+            break
+        number += 1
+        if not line.strip():
+            continue
+        try:
+            chunk.append((number, MatchCreate.model_validate_json(line)))
+        except ValidationError as exc:
+            first = chunk[0][0] if chunk else number
+            lines_of_chunk = f"lines {first}-{number}" if first < number else f"line {number}"
+            raise ImportFailed(
+                f"line {number}: {_detail(exc)} (nothing of {lines_of_chunk} was written)"
+            ) from None
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def import_matches(
+    *,
+    sessions: Callable[[], Session],
+    ladder_id: str,
+    path: Path,
+    chunk: int = DEFAULT_CHUNK,
+    progress: bool | None = None,
+    stream: TextIO | None = None,
+) -> Summary:
+    """Import ``path`` into ``ladder_id``; ``progress`` None: a bar when ``stream`` (stderr)
+    is a terminal. Raises ``ImportFailed`` on a bad line, after committing earlier chunks."""
+    if not 1 <= chunk <= MAX_BATCH:
+        raise ImportFailed(f"--chunk: must be 1 to {MAX_BATCH}")
+    stream = stream or sys.stderr
+    summary = Summary()
+    started = time.perf_counter()
+    raw, lines = _open(path)
+    show = stream.isatty() if progress is None else progress
+    bar = Progress(stream, os.fstat(raw.fileno()).st_size) if show else None
+    try:
+        for part in _chunks(lines, chunk):
+            numbers = [number for number, _ in part]
+            summary.read += len(part)
+            _import_chunk(sessions, ladder_id, [body for _, body in part], numbers, summary)
+            if bar is not None:
+                bar.show(raw.tell(), summary.read)
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise ImportFailed(f"{path}: cannot be read: {exc}") from None
+    finally:
+        if bar is not None:
+            bar.close()
+        lines.close()
+        summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def _import_chunk(
+    sessions: Callable[[], Session],
+    ladder_id: str,
+    bodies: list[MatchCreate],
+    numbers: list[int],
+    summary: Summary,
+) -> None:
+    """One chunk, one transaction."""
+    session = sessions()
+    try:
+        ladder = services.get_ladder(session=session, ladder_id=ladder_id)
+        results = record_matches(
+            session=session,
+            ladder=ladder,
+            bodies=bodies,
+            now=datetime.now(UTC),
+            label=lambda index: f"line {numbers[index]}: ",
+        )
+        session.commit()
+    except (MatchRefused, MatchConflict) as exc:
+        session.rollback()
+        raise ImportFailed(
+            f"{exc.detail} (nothing of lines {numbers[0]}-{numbers[-1]} was written)"
+        ) from None
+    except ProblemError as exc:
+        session.rollback()
+        raise ImportFailed(exc.detail) from None
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
+    created = sum(1 for _, new in results if new)
+    summary.recorded += created
+    summary.skipped += len(results) - created

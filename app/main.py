@@ -1,0 +1,139 @@
+"""create_app(): the FastAPI application with its routers, error handlers and middleware."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.api import api_router
+from app.api.ops import router as ops_router
+from app.config import Settings, get_settings
+from app.errors import InvalidInput, PayloadTooLarge, install_error_handlers, problem_response
+from app.faults import install_from_environment as install_fault_hook
+from app.metrics import MetricsMiddleware
+from app.ratelimit import RateLimitMiddleware
+from app.retry import TransactionRetryMiddleware
+
+DESCRIPTION = """\
+Skill ratings for game backends: post match results, read leaderboards, ask for a
+match's quality. Each ladder rates with TrueSkill, Plackett-Luce or the Elo family.
+
+Send `Authorization: Bearer <key>`; keys are made with `ratings keys create`. Every error
+is `application/problem+json` (RFC 9457).
+"""
+
+
+def _is_json(content_type: str | None) -> bool:
+    if not content_type:
+        return False
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    )
+
+
+class BodyLimitMiddleware:
+    """Pure ASGI middleware: refuse bodies over ``max_body_bytes`` with 413 problem+json.
+
+    A declared ``Content-Length`` over the limit is refused before a byte is read; a chunked
+    or undeclared body is counted as it arrives and refused as soon as it passes the limit.
+    The whole body is read here (the routes parse it whole anyway) and handed on as one
+    message. A JSON body must be UTF-8 (RFC 8259 section 8.1); anything else is a 422.
+    """
+
+    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def _refuse(self, send: Send, status: int, title: str, type_: str, detail: str) -> None:
+        response = problem_response(
+            status=status, title=title, type_=type_, detail=detail, headers={"Connection": "close"}
+        )
+        await send(
+            {
+                "type": "http.response.start",
+                "status": response.status_code,
+                "headers": response.raw_headers,
+            }
+        )
+        await send({"type": "http.response.body", "body": response.body})
+
+    async def _too_large(self, send: Send) -> None:
+        await self._refuse(
+            send,
+            PayloadTooLarge.status,
+            PayloadTooLarge.title,
+            PayloadTooLarge.type,
+            f"body: larger than the limit of {self.max_body_bytes} bytes",
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_body_bytes:
+            await self._too_large(send)
+            return
+
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                await self._too_large(send)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+        if body and _is_json(headers.get("content-type")):
+            try:
+                body.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                await self._refuse(
+                    send,
+                    InvalidInput.status,
+                    InvalidInput.title,
+                    InvalidInput.type,
+                    f"body: not UTF-8 (invalid byte at offset {exc.start}); JSON must be UTF-8",
+                )
+                return
+
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """A new application instance (tests make one each; uvicorn serves ``app``)."""
+    settings = settings or get_settings()
+    install_fault_hook()  # the crash tests' hook; nothing unless RATINGS_FAULT_HOOK is set
+    application = FastAPI(title="ratings", version="1.0.0", description=DESCRIPTION)
+    install_error_handlers(application)
+    application.include_router(api_router)
+    application.include_router(ops_router)
+    # Innermost: a run lost to a deadlock is run again with the body read once above.
+    application.add_middleware(TransactionRetryMiddleware)
+    # Added last, runs first: the metrics see every answer, the 413s included.
+    application.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
+    application.add_middleware(RateLimitMiddleware)  # off unless RATINGS_RATE_LIMIT_* says
+    application.add_middleware(MetricsMiddleware)
+    return application
+
+
+app = create_app()

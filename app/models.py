@@ -1,0 +1,211 @@
+"""The tables: ladders, player ratings, matches, participants, rating history, API keys.
+
+Alembic (``migrations/``) is the only source of the schema; these models describe it.
+Ratings are Gaussian beliefs (mu, sigma); Elo ladders keep ``sigma`` NULL. The stored
+``conservative`` value (mu - k sigma, or mu for Elo) backs the leaderboard index.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    CheckConstraint,
+    DateTime,
+    Float,
+    ForeignKey,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+#: Constraint names follow one pattern, so migrations can name what they alter or drop.
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+#: A number the database accepts as a rating value: finite (NaN compares false too).
+FINITE = "BETWEEN -1.0e308 AND 1.0e308"
+
+#: Each sigma is NULL (Elo) or a finite positive number.
+SIGMAS_POSITIVE = (
+    "(sigma_before IS NULL OR (sigma_before > 0 AND sigma_before <= 1.0e308)) AND "
+    "(sigma_after IS NULL OR (sigma_after > 0 AND sigma_after <= 1.0e308))"
+)
+
+#: An auto-incrementing 64-bit key (SQLite only auto-increments INTEGER PRIMARY KEY).
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class Ladder(Base):
+    """One independent rating pool: an algorithm and its parameters."""
+
+    __tablename__ = "ladders"
+    __table_args__ = (
+        CheckConstraint("algorithm IN ('trueskill', 'plackett_luce', 'elo')", name="algorithm"),
+    )
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    algorithm: Mapped[str] = mapped_column(String(16))
+    #: Every model parameter with its default filled in, plus tau_per_day and conservative_k.
+    params: Mapped[dict[str, Any]] = mapped_column(JSON)
+    description: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class PlayerRating(Base):
+    """A player's current belief in one ladder."""
+
+    __tablename__ = "ratings"
+    __table_args__ = (
+        CheckConstraint(f"mu {FINITE}", name="mu_finite"),
+        CheckConstraint(f"conservative {FINITE}", name="conservative_finite"),
+        CheckConstraint("sigma IS NULL OR (sigma > 0 AND sigma <= 1.0e308)", name="sigma_positive"),
+        CheckConstraint("matches >= 0", name="matches_nonnegative"),
+    )
+
+    ladder_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("ladders.id", ondelete="CASCADE"), primary_key=True
+    )
+    player_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    mu: Mapped[float] = mapped_column(Float)
+    sigma: Mapped[float | None] = mapped_column(Float, nullable=True)
+    conservative: Mapped[float] = mapped_column(Float)
+    matches: Mapped[int] = mapped_column(Integer, default=0)
+    last_played_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class Match(Base):
+    """A recorded match. ``seq`` is the arrival order: matches were applied in ``seq`` order."""
+
+    __tablename__ = "matches"
+    __table_args__ = (
+        UniqueConstraint("ladder_id", "match_id", name="uq_matches_ladder_match_id"),
+        Index("ix_matches_ladder_seq", "ladder_id", "seq"),
+        CheckConstraint("quality IS NULL OR (quality >= 0 AND quality <= 1)", name="quality_range"),
+    )
+
+    seq: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    ladder_id: Mapped[str] = mapped_column(String(64), ForeignKey("ladders.id", ondelete="CASCADE"))
+    match_id: Mapped[str] = mapped_column(String(128))
+    #: sha256 of the canonical request body (without match_id): the idempotency check.
+    body_hash: Mapped[str] = mapped_column(String(64))
+    played_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    recorded_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    quality: Mapped[float | None] = mapped_column(Float, nullable=True)
+    #: The canonical request (teams, outcome, weights) so the match can be replayed.
+    request: Mapped[dict[str, Any]] = mapped_column(JSON)
+    meta: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    #: The response document: as first sent until a void re-rates the match (a retry gets
+    #: these bytes); a voided match's document says so.
+    result: Mapped[str] = mapped_column(Text)
+    #: When the match was voided: it no longer counts; every later match of its players was
+    #: re-rated as if it had never happened.
+    voided_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class Participant(Base):
+    """One player's part in one match: team, weight, outcome and the rating change."""
+
+    __tablename__ = "participants"
+    __table_args__ = (
+        CheckConstraint("weight >= 0 AND weight <= 1", name="weight_range"),
+        CheckConstraint(f"mu_before {FINITE} AND mu_after {FINITE}", name="mu_finite"),
+        CheckConstraint(SIGMAS_POSITIVE, name="sigma_positive"),
+        Index("ix_participants_player", "ladder_id", "player_id", "match_seq"),
+    )
+
+    match_seq: Mapped[int] = mapped_column(
+        BigId, ForeignKey("matches.seq", ondelete="CASCADE"), primary_key=True
+    )
+    player_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    ladder_id: Mapped[str] = mapped_column(String(64))
+    team: Mapped[int] = mapped_column(Integer)
+    position: Mapped[int] = mapped_column(Integer)
+    rank: Mapped[int] = mapped_column(Integer)
+    weight: Mapped[float] = mapped_column(Float)
+    mu_before: Mapped[float] = mapped_column(Float)
+    sigma_before: Mapped[float | None] = mapped_column(Float, nullable=True)
+    mu_after: Mapped[float] = mapped_column(Float)
+    sigma_after: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class RatingHistory(Base):
+    """Every change of a player's rating: a match, or an adjustment (a seeded rating).
+
+    ``id`` orders one player's changes: re-rating rewrites rows in place and never renumbers
+    them, so an adjustment keeps its place between the player's matches.
+    """
+
+    __tablename__ = "rating_history"
+    __table_args__ = (
+        CheckConstraint("kind IN ('match', 'adjustment')", name="kind"),
+        CheckConstraint("(kind = 'match') = (match_seq IS NOT NULL)", name="match_kind"),
+        CheckConstraint(f"mu_before {FINITE} AND mu_after {FINITE}", name="mu_finite"),
+        CheckConstraint(SIGMAS_POSITIVE, name="sigma_positive"),
+        ForeignKeyConstraint(
+            ["ladder_id", "player_id"],
+            ["ratings.ladder_id", "ratings.player_id"],
+            ondelete="CASCADE",
+            name="fk_rating_history_player_ratings",
+        ),
+        Index("ix_rating_history_player", "ladder_id", "player_id", "id"),
+        Index("ix_rating_history_match_seq", "match_seq"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    ladder_id: Mapped[str] = mapped_column(String(64))
+    player_id: Mapped[str] = mapped_column(String(128))
+    kind: Mapped[str] = mapped_column(String(16))
+    match_seq: Mapped[int | None] = mapped_column(
+        BigId, ForeignKey("matches.seq", ondelete="CASCADE"), nullable=True
+    )
+    match_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    played_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    mu_before: Mapped[float] = mapped_column(Float)
+    sigma_before: Mapped[float | None] = mapped_column(Float, nullable=True)
+    mu_after: Mapped[float] = mapped_column(Float)
+    sigma_after: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class ApiKey(Base):
+    """A client key. Only its sha256 is stored; ``prefix`` is the public part shown in lists."""
+
+    __tablename__ = "api_keys"
+    __table_args__ = (CheckConstraint("scope IN ('read', 'write', 'admin')", name="scope"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(128))
+    scope: Mapped[str] = mapped_column(String(8))
+    prefix: Mapped[str] = mapped_column(String(16))
+    key_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+#: The leaderboard order (conservative rating, highest first; ties by player id) as an
+#: index, so every leaderboard page is one index range scan.
+Index(
+    "ix_ratings_leaderboard",
+    PlayerRating.ladder_id,
+    PlayerRating.conservative.desc(),
+    PlayerRating.player_id,
+)

@@ -1,0 +1,706 @@
+"""Recording matches, one or a batch, and re-rating recorded ones: every path that runs the
+replay engine (``app.rating.replay``) over stored ratings and writes what it computed.
+
+A single ``POST .../matches`` is a batch of one: both lock the players' rows in one ordered
+``SELECT ... FOR UPDATE``, rate with one ``replay`` call and write the ratings, matches,
+participants and history with one executemany each, so a batch gives exactly what posting
+its matches one by one gives. ``app.rerate`` (void, rebuild) uses the same rating step and
+the same result document.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, cast
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy import Table
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app import repositories
+from app.errors import Conflict, InvalidInput
+from app.models import Ladder, Match, Participant, RatingHistory
+from app.rating.base import RatingInputError
+from app.rating.replay import ReplayMatch, replay
+from app.schemas import MatchCreate
+from app.services import (
+    MAX_FINITE,
+    NUMERIC_ERRORS,
+    SECONDS_PER_DAY,
+    LadderConfig,
+    body_hash,
+    canonical_request,
+    degenerate,
+    dense_ranks,
+    ladder_config,
+    outcome,
+    utc,
+)
+
+FloatArray = npt.NDArray[np.float64]
+
+#: Days for the replay are counted from this instant (only differences matter).
+EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+
+MATCHES = cast(Table, Match.__table__)
+PARTICIPANTS = cast(Table, Participant.__table__)
+HISTORY = cast(Table, RatingHistory.__table__)
+
+
+#: Compact JSON of finite numbers (one encoder, not one per call).
+_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+
+
+def day_of(moment: datetime) -> float:
+    """``moment`` in days since :data:`EPOCH`: the replay's ``day``."""
+    return (utc(moment) - EPOCH).total_seconds() / SECONDS_PER_DAY
+
+
+def rfc3339(moment: datetime) -> str:
+    return utc(moment).isoformat().replace("+00:00", "Z")
+
+
+class MatchRefused(InvalidInput):
+    """A match of a batch cannot be recorded; ``index`` is its place in the batch."""
+
+    def __init__(self, detail: str, *, index: int) -> None:
+        super().__init__(detail)
+        self.index = index
+
+
+class MatchConflict(Conflict):
+    """A match_id of a batch was recorded with another body; ``index`` is its place."""
+
+    def __init__(self, detail: str, *, index: int) -> None:
+        super().__init__(detail)
+        self.index = index
+
+
+# -- rating a sequence of matches over a table -----------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """A match to rate: its players, outcome (lower is better), weights and time."""
+
+    match_id: str
+    played_at: datetime
+    teams: list[list[str]]
+    outcome: list[float]
+    weights: list[list[float]] | None
+
+
+@dataclass
+class RatingTable:
+    """The ratings a replay reads and leaves: one entry per player, by ``index``.
+
+    ``last_day`` is the latest day the player played (NaN: never), the ``max`` over its
+    matches: a match reported late widens nothing and leaves the latest day in place.
+    """
+
+    players: list[str]
+    mu: FloatArray
+    sigma: FloatArray
+    last_day: FloatArray
+
+    def __post_init__(self) -> None:
+        self.index = {player: n for n, player in enumerate(self.players)}
+
+
+@dataclass(frozen=True, slots=True)
+class Rated:
+    """What rating ``Planned`` matches gave: per participant (match, team, player order)
+    the rating before (as stored, before ageing) and after; per match the quality and the
+    offset of its first participant."""
+
+    before_mu: FloatArray
+    before_sigma: FloatArray
+    after_mu: FloatArray
+    after_sigma: FloatArray
+    quality: FloatArray
+    offsets: list[int]
+
+
+Label = Callable[[int], str]
+
+
+def _segments(table: RatingTable, matches: Sequence[Planned]) -> list[tuple[int, dict[int, float]]]:
+    """Where to cut the sequence so each player's ``last_day`` stays the latest day played.
+
+    ``replay`` keeps the day of a player's last match in list order; a match reported out of
+    order (played before that player's latest match) would move it back. The sequence is cut
+    after each such match, and the players' latest days are put back: returns the end of each
+    piece and the days to restore after it.
+    """
+    latest: dict[int, float] = {}
+    cuts: list[tuple[int, dict[int, float]]] = []
+    for n, match in enumerate(matches):
+        day = day_of(match.played_at)
+        restore: dict[int, float] = {}
+        for team in match.teams:
+            for player in team:
+                p = table.index[player]
+                last = latest.get(p)
+                if last is None:
+                    last = float(table.last_day[p])
+                    if math.isnan(last):
+                        last = -math.inf
+                if last > day:
+                    restore[p] = last
+                else:
+                    latest[p] = day
+        if restore:
+            cuts.append((n + 1, restore))
+    if not cuts or cuts[-1][0] != len(matches):
+        cuts.append((len(matches), {}))
+    return cuts
+
+
+def _replay_matches(
+    config: LadderConfig, table: RatingTable, matches: Sequence[Planned]
+) -> list[ReplayMatch]:
+    index = table.index
+    return [
+        ReplayMatch(
+            teams=[[index[player] for player in team] for team in match.teams],
+            ranks=match.outcome,
+            weights=match.weights,
+            day=day_of(match.played_at),
+        )
+        for match in matches
+    ]
+
+
+def rate(
+    *,
+    ladder: Ladder,
+    config: LadderConfig,
+    table: RatingTable,
+    matches: Sequence[Planned],
+    label: Label,
+    start: int = 0,
+) -> Rated:
+    """Rate ``matches`` in order over ``table`` (updated in place to the ratings after).
+
+    A match the model refuses, or whose numbers break down, is a ``MatchRefused`` naming
+    it by ``label(start + n)``.
+    """
+    pieces: list[Any] = []
+    begin = 0
+    for end, restore in _segments(table, matches):
+        part = matches[begin:end]
+        try:
+            result = replay(
+                config.model,
+                table.mu,
+                table.sigma,
+                _replay_matches(config, table, part),
+                tau_per_day=config.tau_per_day,
+                last_day=table.last_day,
+                with_quality=True,
+            )
+        except (RatingInputError, *NUMERIC_ERRORS):
+            _locate_failure(ladder, config, table, part, label, start + begin)
+            raise
+        table.mu, table.sigma, table.last_day = result.mu, result.sigma, result.last_day
+        for p, day in restore.items():
+            table.last_day[p] = max(float(table.last_day[p]), day)
+        pieces.append(result)
+        begin = end
+    sizes = [sum(len(team) for team in match.teams) for match in matches]
+    offsets = [0, *np.cumsum(sizes).tolist()]
+
+    def joined(name: str) -> FloatArray:
+        arrays = [getattr(piece, name) for piece in pieces]
+        return np.concatenate(arrays) if arrays else np.empty(0)
+
+    rated = Rated(
+        before_mu=joined("before_mu"),
+        before_sigma=joined("before_sigma"),
+        after_mu=joined("after_mu"),
+        after_sigma=joined("after_sigma"),
+        quality=joined("quality"),
+        offsets=offsets,
+    )
+    _check_numbers(ladder, config, rated, label, start)
+    return rated
+
+
+def _locate_failure(
+    ladder: Ladder,
+    config: LadderConfig,
+    table: RatingTable,
+    matches: Sequence[Planned],
+    label: Label,
+    start: int,
+) -> None:
+    """The replay of ``matches`` failed: replay them one at a time to name the match and
+    raise its ``MatchRefused`` (the table is left as it was)."""
+    mu, sigma, last_day = table.mu, table.sigma, table.last_day
+    for n, one in enumerate(_replay_matches(config, table, matches)):
+        try:
+            result = replay(
+                config.model,
+                mu,
+                sigma,
+                [one],
+                tau_per_day=config.tau_per_day,
+                last_day=last_day,
+            )
+        except RatingInputError as exc:
+            argument = exc.argument.split(".", 1)[1] if "." in exc.argument else exc.argument
+            raise MatchRefused(
+                f"{label(start + n)}{argument}: {exc.message}", index=start + n
+            ) from None
+        except NUMERIC_ERRORS as exc:
+            raise _refused(ladder, exc, label, start + n) from None
+        mu, sigma = result.mu, result.sigma
+        last_day = np.fmax(result.last_day, last_day)
+
+
+def _refused(ladder: Ladder, exc: Exception, label: Label, index: int) -> MatchRefused:
+    return MatchRefused(f"{label(index)}{degenerate(ladder, exc).detail}", index=index)
+
+
+def _check_numbers(
+    ladder: Ladder, config: LadderConfig, rated: Rated, label: Label, start: int
+) -> None:
+    """Every quality in [0, 1] and every new rating storable (finite; sigma > 0 if Bayesian)."""
+    quality = rated.quality
+    bad_quality = ~((quality >= 0.0) & (quality <= 1.0))
+    lowest = math.ulp(0.0) if config.bayesian else 0.0
+    with np.errstate(invalid="ignore"):
+        bad_rating = ~(
+            (np.abs(rated.after_mu) <= MAX_FINITE)
+            & (rated.after_sigma >= lowest)
+            & (rated.after_sigma <= MAX_FINITE)
+        )
+    first = len(quality)
+    if bad_quality.any():
+        first = int(np.argmax(bad_quality))
+    if bad_rating.any():
+        participant = int(np.argmax(bad_rating))
+        match = int(np.searchsorted(rated.offsets, participant, side="right")) - 1
+        first = min(first, match)
+    if first < len(quality):
+        raise _refused(ladder, ArithmeticError("not storable"), label, start + first)
+
+
+# -- the result document ---------------------------------------------------------------------
+
+
+def _out(config: LadderConfig, mu: float, sigma: float) -> dict[str, float | None]:
+    if config.bayesian:
+        return {"mu": mu, "sigma": sigma, "conservative": mu - config.conservative_k * sigma}
+    return {"mu": mu, "sigma": None, "conservative": mu}
+
+
+def result_document(
+    *,
+    config: LadderConfig,
+    ladder_id: str,
+    match_id: str,
+    seq: int,
+    played_at: datetime,
+    recorded_at: datetime,
+    quality: float,
+    teams: Sequence[Sequence[str]],
+    ranks: Sequence[int],
+    weights: Sequence[Sequence[float]] | None,
+    before: tuple[list[float], list[float]],
+    after: tuple[list[float], list[float]],
+    offset: int,
+    meta: dict[str, Any] | None,
+    voided_at: datetime | None = None,
+) -> str:
+    """The match result (``schemas.MatchResult``) as JSON text; ``before`` and ``after`` are
+    (mu, sigma) lists over all participants, this match's starting at ``offset``."""
+    team_docs = []
+    k = offset
+    for j, team in enumerate(teams):
+        players = []
+        for i, player in enumerate(team):
+            players.append(
+                {
+                    "player_id": player,
+                    "weight": weights[j][i] if weights is not None else 1.0,
+                    "before": _out(config, before[0][k], before[1][k]),
+                    "after": _out(config, after[0][k], after[1][k]),
+                }
+            )
+            k += 1
+        team_docs.append({"rank": ranks[j], "players": players})
+    document = {
+        "match_id": match_id,
+        "ladder": ladder_id,
+        "seq": seq,
+        "played_at": rfc3339(played_at),
+        "recorded_at": rfc3339(recorded_at),
+        "quality": quality,
+        "teams": team_docs,
+        "meta": meta,
+        "voided": voided_at is not None,
+        "voided_at": rfc3339(voided_at) if voided_at is not None else None,
+    }
+    return _encode(document)
+
+
+def participant_rows(
+    *,
+    config: LadderConfig,
+    ladder_id: str,
+    seq: int,
+    match: Planned,
+    ranks: Sequence[int],
+    before: tuple[list[float], list[float]],
+    after: tuple[list[float], list[float]],
+    offset: int,
+) -> list[dict[str, Any]]:
+    """The ``participants`` rows of one match."""
+    rows = []
+    k = offset
+    bayesian = config.bayesian
+    for j, team in enumerate(match.teams):
+        for i, player in enumerate(team):
+            rows.append(
+                {
+                    "match_seq": seq,
+                    "player_id": player,
+                    "ladder_id": ladder_id,
+                    "team": j,
+                    "position": i,
+                    "rank": ranks[j],
+                    "weight": match.weights[j][i] if match.weights is not None else 1.0,
+                    "mu_before": before[0][k],
+                    "sigma_before": before[1][k] if bayesian else None,
+                    "mu_after": after[0][k],
+                    "sigma_after": after[1][k] if bayesian else None,
+                }
+            )
+            k += 1
+    return rows
+
+
+# -- recording -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Incoming:
+    index: int
+    body: MatchCreate
+    match_id: str
+    played_at: datetime
+    canonical: dict[str, Any]
+    digest: str
+
+
+def _stored(incoming: _Incoming, stored: repositories.StoredMatch, label: Label) -> str:
+    """A match_id recorded before: the same body is a retry, another body a conflict."""
+    if stored.body_hash != incoming.digest:
+        raise MatchConflict(
+            f"{label(incoming.index)}match_id: match {incoming.match_id!r} was recorded with a "
+            "different body",
+            index=incoming.index,
+        )
+    return stored.result
+
+
+def single(index: int) -> str:
+    """Errors of a lone match name just the field."""
+    return ""
+
+
+def in_batch(index: int) -> str:
+    """Errors of a batch name the match's place: ``matches.3.weights: ...``."""
+    return f"matches.{index}."
+
+
+def record_matches(
+    *,
+    session: Session,
+    ladder: Ladder,
+    bodies: Sequence[MatchCreate],
+    now: datetime,
+    label: Label = in_batch,
+) -> list[tuple[str, bool]]:
+    """Apply ``bodies`` in order, all or nothing; for each, (result JSON text, created).
+
+    A match_id recorded before with the same body gives its stored result (``created``
+    false) and is not applied again; with another body the whole batch is a
+    ``MatchConflict``; a match_id twice in ``bodies`` is a ``MatchRefused``. Nothing is
+    committed here: the caller's transaction is.
+    """
+    if session.get_bind().dialect.name == "postgresql":
+        # Shared lock on the ladder: a parameter change (and its rebuild) waits for the
+        # matches being recorded, and they for it, each seeing the other's parameters.
+        ladder = (
+            repositories.lock_ladder(session=session, ladder_id=ladder.id, share=True) or ladder
+        )
+    config = ladder_config(ladder)
+    incoming: list[_Incoming] = []
+    first_at: dict[str, int] = {}
+    for n, body in enumerate(bodies):
+        if body.match_id is not None:
+            if body.match_id in first_at:
+                raise MatchRefused(
+                    f"{label(n)}match_id: {body.match_id!r} appears twice in the batch "
+                    f"(first at {label(first_at[body.match_id]).rstrip('.: ')})",
+                    index=n,
+                )
+            first_at[body.match_id] = n
+        canonical = canonical_request(body)
+        incoming.append(
+            _Incoming(
+                index=n,
+                body=body,
+                match_id=body.match_id or f"m-{uuid.uuid4().hex}",
+                played_at=body.played_at or now,
+                canonical=canonical,
+                digest=body_hash(canonical),
+            )
+        )
+    results: list[tuple[str, bool] | None] = [None] * len(incoming)
+
+    def settle_known() -> list[_Incoming]:
+        """Answer the matches recorded before; the rest are new."""
+        known = repositories.find_matches(
+            session=session,
+            ladder_id=ladder.id,
+            match_ids=[m.match_id for m in incoming if results[m.index] is None],
+        )
+        fresh = []
+        for m in incoming:
+            if results[m.index] is not None:
+                continue
+            stored = known.get(m.match_id)
+            if stored is None:
+                fresh.append(m)
+            else:
+                results[m.index] = (_stored(m, stored, label), False)
+        return fresh
+
+    fresh = settle_known() if first_at else list(incoming)
+    if fresh:
+        player_ids = sorted({p for m in fresh for team in m.body.teams for p in team})
+        prior = config.model.rating()
+        repositories.insert_missing_ratings(
+            session=session,
+            ladder_id=ladder.id,
+            player_ids=player_ids,
+            mu=prior.mu,
+            sigma=config.stored_sigma(prior),
+            conservative=config.conservative(prior),
+            now=now,
+        )
+        states = repositories.lock_rating_states(
+            session=session, ladder_id=ladder.id, player_ids=player_ids
+        )
+        if first_at and session.get_bind().dialect.name == "postgresql":
+            # Checked again under the locks: a concurrent retry may have committed meanwhile.
+            fresh = settle_known()
+        if fresh:
+            _apply(
+                session=session,
+                ladder=ladder,
+                config=config,
+                fresh=fresh,
+                states=states,
+                now=now,
+                label=label,
+                results=results,
+            )
+    return [result for result in results if result is not None]
+
+
+def _apply(
+    *,
+    session: Session,
+    ladder: Ladder,
+    config: LadderConfig,
+    fresh: list[_Incoming],
+    states: list[repositories.RatingState],
+    now: datetime,
+    label: Label,
+    results: list[tuple[str, bool] | None],
+) -> None:
+    """Rate the new matches over their players' locked ratings and write everything."""
+    table = RatingTable(
+        players=[state.player_id for state in states],
+        mu=np.array([state.mu for state in states], dtype=np.float64),
+        sigma=np.array([state.sigma or 0.0 for state in states], dtype=np.float64),
+        last_day=np.array(
+            [
+                day_of(state.last_played_at) if state.last_played_at is not None else math.nan
+                for state in states
+            ],
+            dtype=np.float64,
+        ),
+    )
+    planned = [
+        Planned(
+            match_id=m.match_id,
+            played_at=m.played_at,
+            teams=m.body.teams,
+            outcome=outcome(m.body),
+            weights=m.body.weights,
+        )
+        for m in fresh
+    ]
+    # Errors name the match by its place in the request, not among the new ones.
+    rated = rate(
+        ladder=ladder,
+        config=config,
+        table=table,
+        matches=planned,
+        label=lambda n: label(fresh[n].index),
+    )
+    seqs = repositories.allocate_match_seqs(session=session, count=len(fresh))
+    before = (rated.before_mu.tolist(), rated.before_sigma.tolist())
+    after = (rated.after_mu.tolist(), rated.after_sigma.tolist())
+    quality = rated.quality.tolist()
+    match_rows: list[dict[str, Any]] = []
+    participants: list[dict[str, Any]] = []
+    history: list[dict[str, Any]] = []
+    for n, (m, plan, seq) in enumerate(zip(fresh, planned, seqs, strict=True)):
+        ranks = dense_ranks(plan.outcome)
+        offset = rated.offsets[n]
+        text = result_document(
+            config=config,
+            ladder_id=ladder.id,
+            match_id=m.match_id,
+            seq=seq,
+            played_at=m.played_at,
+            recorded_at=now,
+            quality=quality[n],
+            teams=plan.teams,
+            ranks=ranks,
+            weights=plan.weights,
+            before=before,
+            after=after,
+            offset=offset,
+            meta=m.body.meta,
+        )
+        results[m.index] = (text, True)
+        match_rows.append(
+            {
+                "seq": seq,
+                "ladder_id": ladder.id,
+                "match_id": m.match_id,
+                "body_hash": m.digest,
+                "played_at": m.played_at,
+                "recorded_at": now,
+                "quality": quality[n],
+                "request": m.canonical,
+                "meta": m.body.meta,
+                "result": text,
+                "voided_at": None,
+            }
+        )
+        rows = participant_rows(
+            config=config,
+            ladder_id=ladder.id,
+            seq=seq,
+            match=plan,
+            ranks=ranks,
+            before=before,
+            after=after,
+            offset=offset,
+        )
+        participants.extend(rows)
+        history.extend(
+            {
+                "ladder_id": ladder.id,
+                "player_id": row["player_id"],
+                "kind": "match",
+                "match_seq": seq,
+                "match_id": m.match_id,
+                "played_at": m.played_at,
+                "mu_before": row["mu_before"],
+                "sigma_before": row["sigma_before"],
+                "mu_after": row["mu_after"],
+                "sigma_after": row["sigma_after"],
+            }
+            for row in rows
+        )
+    try:
+        with session.begin_nested():
+            repositories.insert_rows(session=session, table=MATCHES, rows=match_rows)
+    except IntegrityError:
+        # A match_id inserted meanwhile by a request with other players (so another body).
+        known = repositories.find_matches(
+            session=session, ladder_id=ladder.id, match_ids=[m.match_id for m in fresh]
+        )
+        for m in fresh:
+            if m.match_id in known:
+                _stored(m, known[m.match_id], label)
+        raise
+    repositories.insert_rows(session=session, table=PARTICIPANTS, rows=participants)
+    repositories.insert_rows(session=session, table=HISTORY, rows=history)
+    _write_ratings(
+        session=session,
+        ladder=ladder,
+        config=config,
+        table=table,
+        states=states,
+        planned=planned,
+        now=now,
+    )
+
+
+def _write_ratings(
+    *,
+    session: Session,
+    ladder: Ladder,
+    config: LadderConfig,
+    table: RatingTable,
+    states: list[repositories.RatingState],
+    planned: Sequence[Planned],
+    now: datetime,
+) -> None:
+    """Store the table's new ratings of the players who played, with their match counts and
+    latest played_at."""
+    played: dict[str, int] = {}
+    latest: dict[str, datetime] = {}
+    for match in planned:
+        for team in match.teams:
+            for player in team:
+                played[player] = played.get(player, 0) + 1
+                if player not in latest or latest[player] < match.played_at:
+                    latest[player] = match.played_at
+    mu = table.mu.tolist()
+    sigma = table.sigma.tolist()
+    rows = []
+    for state in states:
+        if state.player_id not in played:
+            continue
+        p = table.index[state.player_id]
+        last = state.last_played_at
+        newest = latest[state.player_id]
+        rows.append(
+            {
+                "player_id": state.player_id,
+                "mu": mu[p],
+                "sigma": sigma[p] if config.bayesian else None,
+                "conservative": (
+                    mu[p] - config.conservative_k * sigma[p] if config.bayesian else mu[p]
+                ),
+                "matches": state.matches + played[state.player_id],
+                "last_played_at": newest if last is None or utc(last) < newest else last,
+                "updated_at": now,
+            }
+        )
+    repositories.update_ratings(session=session, ladder_id=ladder.id, rows=rows)
+
+
+def record_match(
+    *, session: Session, ladder: Ladder, body: MatchCreate, now: datetime
+) -> tuple[str, bool]:
+    """Apply one match atomically: a batch of one. Returns (result JSON text, created)."""
+    return record_matches(session=session, ladder=ladder, bodies=[body], now=now, label=single)[0]

@@ -1,0 +1,806 @@
+"""Every query the service makes. Functions take the session and keyword-only arguments,
+flush when they must, and never commit: the request's transaction does."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, NamedTuple, cast
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    ColumnElement,
+    DateTime,
+    Float,
+    Integer,
+    String,
+    Table,
+    and_,
+    any_,
+    bindparam,
+    delete,
+    func,
+    or_,
+    select,
+    text,
+)
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session
+
+from app.models import Ladder, Match, Participant, PlayerRating, RatingHistory
+
+# -- ladders --------------------------------------------------------------------------------
+
+
+def get_ladder(*, session: Session, ladder_id: str) -> Ladder | None:
+    return session.get(Ladder, ladder_id)
+
+
+def lock_ladder(*, session: Session, ladder_id: str, share: bool) -> Ladder | None:
+    """The ladder, read again and row-locked: ``share`` (recording matches) lets many
+    transactions hold it at once; otherwise (changing parameters) one alone."""
+    return session.scalar(
+        select(Ladder)
+        .where(Ladder.id == ladder_id)
+        .with_for_update(read=share)
+        .execution_options(populate_existing=True)
+    )
+
+
+def add_ladder(*, session: Session, ladder: Ladder) -> None:
+    """Insert ``ladder`` inside a savepoint: a concurrent insert of the same id raises
+    ``IntegrityError`` and leaves the outer transaction usable."""
+    with session.begin_nested():
+        session.add(ladder)
+
+
+def list_ladders(*, session: Session, after: str | None, limit: int) -> list[Ladder]:
+    query = select(Ladder).order_by(Ladder.id).limit(limit)
+    if after is not None:
+        query = query.where(Ladder.id > after)
+    return list(session.scalars(query))
+
+
+def count_players(*, session: Session, ladder_ids: Sequence[str]) -> dict[str, int]:
+    rows = session.execute(
+        select(PlayerRating.ladder_id, func.count())
+        .where(PlayerRating.ladder_id.in_(ladder_ids))
+        .group_by(PlayerRating.ladder_id)
+    )
+    return {ladder_id: count for ladder_id, count in rows}
+
+
+def count_matches(*, session: Session, ladder_ids: Sequence[str]) -> dict[str, int]:
+    """Matches that count (voided ones are left out), per ladder."""
+    rows = session.execute(
+        select(Match.ladder_id, func.count())
+        .where(Match.ladder_id.in_(ladder_ids), Match.voided_at.is_(None))
+        .group_by(Match.ladder_id)
+    )
+    return {ladder_id: count for ladder_id, count in rows}
+
+
+# -- ratings --------------------------------------------------------------------------------
+
+
+def insert_missing_ratings(
+    *,
+    session: Session,
+    ladder_id: str,
+    player_ids: Sequence[str],
+    mu: float,
+    sigma: float | None,
+    conservative: float,
+    now: datetime,
+) -> None:
+    """Create a rating at the prior for each player not yet in the ladder.
+
+    ``INSERT ... ON CONFLICT DO NOTHING``: two requests creating the same new player both
+    succeed (the second waits for the first on PostgreSQL, then does nothing). Rows go in
+    player id order, the same order the locks are taken in.
+    """
+    if not player_ids:
+        return
+    rows = [
+        {
+            "ladder_id": ladder_id,
+            "player_id": player_id,
+            "mu": mu,
+            "sigma": sigma,
+            "conservative": conservative,
+            "matches": 0,
+            "last_played_at": None,
+            "updated_at": now,
+        }
+        for player_id in sorted(player_ids)
+    ]
+    insert = pg_insert if _dialect(session) == "postgresql" else sqlite_insert
+    statement = insert(PlayerRating).on_conflict_do_nothing(
+        index_elements=["ladder_id", "player_id"]
+    )
+    # executemany: SQLAlchemy batches the rows into multi-row INSERTs of bounded size.
+    session.execute(statement, rows)
+
+
+def _dialect(session: Session) -> str:
+    return session.get_bind().dialect.name
+
+
+#: Values per ``IN (...)`` list on SQLite (far below its limit of 32,766 variables).
+SQLITE_IN_CHUNK = 5000
+
+
+def _chunks(values: Sequence[str], session: Session) -> list[Sequence[str]]:
+    """PostgreSQL takes any number as one array; SQLite gets bounded ``IN`` lists."""
+    if _dialect(session) == "postgresql" or len(values) <= SQLITE_IN_CHUNK:
+        return [values]
+    return [values[i : i + SQLITE_IN_CHUNK] for i in range(0, len(values), SQLITE_IN_CHUNK)]
+
+
+def _player_in(session: Session, player_ids: Sequence[str]) -> ColumnElement[bool]:
+    if _dialect(session) == "postgresql":
+        # One statement shape for any number of players: ``player_id = ANY(:ids)``.
+        ids = bindparam("player_ids", value=list(player_ids), type_=ARRAY(String))
+        return PlayerRating.player_id == any_(ids)
+    return PlayerRating.player_id.in_(list(player_ids))
+
+
+def lock_ratings(
+    *, session: Session, ladder_id: str, player_ids: Sequence[str]
+) -> dict[str, PlayerRating]:
+    """The ratings of ``player_ids``, row-locked until the transaction ends.
+
+    All rows are locked by ONE statement in player id order, so two matches sharing players
+    always lock in the same order and cannot deadlock. (SQLite has no row locks; there the
+    transaction's ``BEGIN IMMEDIATE`` already holds the database's write lock.)
+    """
+    query = (
+        select(PlayerRating)
+        .where(PlayerRating.ladder_id == ladder_id, _player_in(session, player_ids))
+        .order_by(PlayerRating.player_id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+    return {row.player_id: row for row in session.scalars(query)}
+
+
+class RatingState(NamedTuple):
+    """The columns of a rating a match or a re-rating reads."""
+
+    player_id: str
+    mu: float
+    sigma: float | None
+    matches: int
+    last_played_at: datetime | None
+
+
+def lock_rating_states(
+    *, session: Session, ladder_id: str, player_ids: Sequence[str]
+) -> list[RatingState]:
+    """Like :func:`lock_ratings` (one statement, player id order, row locks until the
+    transaction ends), for any number of players, as plain rows instead of objects."""
+    columns = (
+        PlayerRating.player_id,
+        PlayerRating.mu,
+        PlayerRating.sigma,
+        PlayerRating.matches,
+        PlayerRating.last_played_at,
+    )
+    ordered = sorted(set(player_ids))
+    out: list[RatingState] = []
+    # SQLite (no row locks: BEGIN IMMEDIATE holds the database) may need several IN lists.
+    for chunk in _chunks(ordered, session):
+        query = (
+            select(*columns)
+            .where(PlayerRating.ladder_id == ladder_id, _player_in(session, chunk))
+            .order_by(PlayerRating.player_id)
+            .with_for_update()
+        )
+        out.extend(RatingState(*row) for row in session.execute(query))
+    return out
+
+
+def update_ratings(*, session: Session, ladder_id: str, rows: Sequence[dict[str, Any]]) -> None:
+    """Write new ratings keyed by player id. Each row has ``player_id``, ``mu``, ``sigma``,
+    ``conservative``, ``matches``, ``last_played_at`` and ``updated_at``."""
+    bulk_update(
+        session=session,
+        table=cast(Table, PlayerRating.__table__),
+        keys=("player_id",),
+        rows=rows,
+        where={"ladder_id": ladder_id},
+    )
+
+
+#: From this many rows a PostgreSQL bulk update goes through COPY into a temporary table:
+#: long texts (result documents) cost far less to send that way than as array literals.
+COPY_UPDATE_ROWS = 1000
+
+_temporary_tables = itertools.count(1)
+
+
+def _update_through_copy(
+    session: Session,
+    table: Table,
+    keys: Sequence[str],
+    names: list[str],
+    rows: Sequence[dict[str, Any]],
+    where: dict[str, Any],
+) -> None:
+    """``bulk_update`` for many rows on PostgreSQL: COPY them into a temporary table (dropped
+    at commit), then one ``UPDATE ... FROM`` it."""
+    connection = session.connection()
+    dialect = connection.dialect
+    scratch = f"bulk_{table.name}_{next(_temporary_tables)}"
+    columns = ", ".join(f"{name} {table.c[name].type.compile(dialect=dialect)}" for name in names)
+    connection.execute(text(f"CREATE TEMPORARY TABLE {scratch} ({columns}) ON COMMIT DROP"))
+    try:
+        _copy_rows(connection.connection.cursor(), table, names, rows, target=scratch)
+    except dialect.loaded_dbapi.Error as exc:
+        raise DBAPIError.instance(
+            f"COPY {scratch}", None, exc, dialect.loaded_dbapi.Error, dialect=dialect
+        ) from exc
+    conditions = [f"t.{key} = v.{key}" for key in keys]
+    conditions += [f"t.{column} = :w_{column}" for column in where]
+    values = [name for name in names if name not in keys]
+    connection.execute(
+        text(
+            f"UPDATE {table.name} AS t SET "
+            + ", ".join(f"{name} = v.{name}" for name in values)
+            + f" FROM {scratch} AS v WHERE "
+            + " AND ".join(conditions)
+        ),
+        {f"w_{column}": value for column, value in where.items()},
+    )
+
+
+def bulk_update(
+    *,
+    session: Session,
+    table: Table,
+    keys: Sequence[str],
+    rows: Sequence[dict[str, Any]],
+    where: dict[str, Any] | None = None,
+) -> None:
+    """Update many rows, each found by its ``keys`` columns (and the fixed ``where``
+    columns), setting its other columns. PostgreSQL: ONE statement joining the table with
+    ``unnest`` of one array per column; a key that is unchanged needs no foreign key check.
+    SQLite: one executemany of the driver."""
+    if not rows:
+        return
+    names = list(rows[0])
+    values = [name for name in names if name not in keys]
+    where = where or {}
+    connection = session.connection()
+    dialect = connection.dialect
+    if dialect.name == "postgresql" and len(rows) >= COPY_UPDATE_ROWS:
+        _update_through_copy(session, table, keys, names, rows, where)
+        return
+    if dialect.name == "postgresql":
+        arrays = ", ".join(
+            f"CAST(:a_{name} AS {table.c[name].type.compile(dialect=dialect)}[])" for name in names
+        )
+        conditions = [f"t.{key} = v.{key}" for key in keys]
+        conditions += [f"t.{column} = :w_{column}" for column in where]
+        statement = (
+            f"UPDATE {table.name} AS t SET "
+            + ", ".join(f"{name} = v.{name}" for name in values)
+            + f" FROM unnest({arrays}) AS v({', '.join(names)}) WHERE "
+            + " AND ".join(conditions)
+        )
+        parameters = {f"a_{name}": [row[name] for row in rows] for name in names}
+        parameters.update({f"w_{column}": value for column, value in where.items()})
+        connection.execute(text(statement), parameters)
+        return
+    fixed = tuple(where.values())
+    order = values + list(keys)
+    converters = [
+        table.c[name].type.dialect_impl(dialect).bind_processor(dialect) for name in order
+    ]
+    sql = (
+        f"UPDATE {table.name} SET "
+        + ", ".join(f"{name} = ?" for name in values)
+        + " WHERE "
+        + " AND ".join(f"{column} = ?" for column in [*keys, *where])
+    )
+    converted = [
+        tuple(
+            row[name] if convert is None else convert(row[name])
+            for name, convert in zip(order, converters, strict=True)
+        )
+        + fixed
+        for row in rows
+    ]
+    connection.exec_driver_sql(sql, converted)
+
+
+def get_ratings(
+    *, session: Session, ladder_id: str, player_ids: Sequence[str]
+) -> dict[str, PlayerRating]:
+    """The ratings of those of ``player_ids`` the ladder knows (no lock)."""
+    query = select(PlayerRating).where(
+        PlayerRating.ladder_id == ladder_id, _player_in(session, player_ids)
+    )
+    return {row.player_id: row for row in session.scalars(query)}
+
+
+def get_rating(*, session: Session, ladder_id: str, player_id: str) -> PlayerRating | None:
+    return session.get(PlayerRating, (ladder_id, player_id))
+
+
+def lock_rating(*, session: Session, ladder_id: str, player_id: str) -> PlayerRating | None:
+    return lock_ratings(session=session, ladder_id=ladder_id, player_ids=[player_id]).get(player_id)
+
+
+def _ahead_of(conservative: float, player_id: str) -> ColumnElement[bool]:
+    """Leaderboard order: conservative rating descending, then player id ascending."""
+    return or_(
+        PlayerRating.conservative > conservative,
+        and_(PlayerRating.conservative == conservative, PlayerRating.player_id < player_id),
+    )
+
+
+def leaderboard(
+    *,
+    session: Session,
+    ladder_id: str,
+    after: tuple[float, str] | None,
+    limit: int,
+    min_matches: int,
+) -> list[PlayerRating]:
+    """One page of the leaderboard after the key ``after`` (an index range scan of
+    ``ix_ratings_leaderboard``)."""
+    query = (
+        select(PlayerRating)
+        .where(PlayerRating.ladder_id == ladder_id)
+        .order_by(PlayerRating.conservative.desc(), PlayerRating.player_id)
+        .limit(limit)
+    )
+    if min_matches > 0:
+        query = query.where(PlayerRating.matches >= min_matches)
+    if after is not None:
+        conservative, player_id = after
+        query = query.where(
+            # The first condition bounds the index range; the second breaks ties.
+            PlayerRating.conservative <= conservative,
+            or_(
+                PlayerRating.conservative < conservative,
+                and_(
+                    PlayerRating.conservative == conservative,
+                    PlayerRating.player_id > player_id,
+                ),
+            ),
+        )
+    return list(session.scalars(query))
+
+
+def count_ahead(
+    *, session: Session, ladder_id: str, conservative: float, player_id: str, min_matches: int
+) -> int:
+    """How many players rank ahead of the key (conservative, player_id) on the leaderboard."""
+    query = (
+        select(func.count())
+        .select_from(PlayerRating)
+        .where(
+            PlayerRating.ladder_id == ladder_id,
+            PlayerRating.conservative >= conservative,
+            _ahead_of(conservative, player_id),
+        )
+    )
+    if min_matches > 0:
+        query = query.where(PlayerRating.matches >= min_matches)
+    return int(session.scalar(query) or 0)
+
+
+# -- matches and history --------------------------------------------------------------------
+
+
+def find_match(*, session: Session, ladder_id: str, match_id: str) -> Match | None:
+    return session.scalar(
+        select(Match).where(Match.ladder_id == ladder_id, Match.match_id == match_id)
+    )
+
+
+def list_matches(
+    *,
+    session: Session,
+    ladder_id: str,
+    player_id: str | None,
+    before_seq: int | None,
+    limit: int,
+) -> list[Match]:
+    """Matches newest first (by arrival), older than ``before_seq``, optionally of one player."""
+    query = (
+        select(Match).where(Match.ladder_id == ladder_id).order_by(Match.seq.desc()).limit(limit)
+    )
+    if player_id is not None:
+        query = query.join(Participant, Participant.match_seq == Match.seq).where(
+            Participant.ladder_id == ladder_id, Participant.player_id == player_id
+        )
+    if before_seq is not None:
+        query = query.where(Match.seq < before_seq)
+    return list(session.scalars(query))
+
+
+class StoredMatch(NamedTuple):
+    """What the idempotency check needs of a recorded match."""
+
+    match_id: str
+    body_hash: str
+    result: str
+
+
+def find_matches(
+    *, session: Session, ladder_id: str, match_ids: Sequence[str]
+) -> dict[str, StoredMatch]:
+    """The recorded matches among ``match_ids``, by id."""
+    found: dict[str, StoredMatch] = {}
+    for chunk in _chunks(match_ids, session):
+        if _dialect(session) == "postgresql":
+            ids = bindparam("match_ids", value=list(chunk), type_=ARRAY(String))
+            condition = Match.match_id == any_(ids)
+        else:
+            condition = Match.match_id.in_(list(chunk))
+        query = select(Match.match_id, Match.body_hash, Match.result).where(
+            Match.ladder_id == ladder_id, condition
+        )
+        found.update((row[0], StoredMatch(*row)) for row in session.execute(query))
+    return found
+
+
+def allocate_match_seqs(*, session: Session, count: int) -> list[int]:
+    """``count`` new match seqs, increasing, in one round trip.
+
+    Called with the players' rows locked, so a match's seq orders it after every match its
+    players played before. PostgreSQL draws them from the column's sequence; on SQLite the
+    transaction holds the database's write lock, so the next ones after the largest are free.
+    """
+    if count <= 0:
+        return []
+    if _dialect(session) == "postgresql":
+        rows = session.execute(
+            text(
+                "SELECT nextval(pg_get_serial_sequence('matches', 'seq')) "
+                "FROM generate_series(1, :count)"
+            ),
+            {"count": count},
+        )
+        return sorted(int(row[0]) for row in rows)
+    top = int(session.scalar(select(func.coalesce(func.max(Match.seq), 0))) or 0)
+    return list(range(top + 1, top + 1 + count))
+
+
+def insert_rows(*, session: Session, table: Table, rows: Sequence[dict[str, Any]]) -> None:
+    """Insert many rows (dicts with the same keys) in one go: ``COPY ... FROM STDIN`` on
+    PostgreSQL, one executemany of the driver on SQLite (values converted by the columns'
+    own SQLAlchemy types)."""
+    if not rows:
+        return
+    names = list(rows[0])
+    connection = session.connection()
+    dialect = connection.dialect
+    if dialect.name == "postgresql":
+        try:
+            _copy_rows(connection.connection.cursor(), table, names, rows)
+        except dialect.loaded_dbapi.Error as exc:
+            # COPY runs on the driver's cursor: wrap its errors as SQLAlchemy does every
+            # statement's (a unique match_id raced -> IntegrityError, a lost connection ->
+            # OperationalError), so the callers and the error handlers see the usual classes.
+            raise DBAPIError.instance(
+                f"COPY {table.name}", None, exc, dialect.loaded_dbapi.Error, dialect=dialect
+            ) from exc
+        return
+    converters = [
+        table.c[name].type.dialect_impl(dialect).bind_processor(dialect) for name in names
+    ]
+    values = [
+        tuple(
+            row[name] if convert is None else convert(row[name])
+            for name, convert in zip(names, converters, strict=True)
+        )
+        for row in rows
+    ]
+    placeholders = ", ".join("?" for _ in names)
+    statement = f"INSERT INTO {table.name} ({', '.join(names)}) VALUES ({placeholders})"
+    connection.exec_driver_sql(statement, values)
+
+
+def _escaped(text: str) -> str:
+    """A value of COPY's text format: backslash escaped (ids and JSON hold no control
+    characters: ids refuse them, JSON escapes them)."""
+    return text.replace("\\", "\\\\") if "\\" in text else text
+
+
+def _copy_field(column_type: Any) -> Any:
+    """How one column's values are written in COPY's text format (None is ``\\N``)."""
+    if isinstance(column_type, JSON):
+        return lambda value: _escaped(json_text(value))
+    if isinstance(column_type, DateTime):
+        return lambda value: "\\N" if value is None else value.isoformat()
+    if isinstance(column_type, Float):
+        return lambda value: "\\N" if value is None else repr(float(value))
+    if isinstance(column_type, Integer):
+        return lambda value: "\\N" if value is None else str(int(value))
+    return lambda value: "\\N" if value is None else _escaped(str(value))
+
+
+def _copy_rows(
+    cursor: Any,
+    table: Table,
+    names: list[str],
+    rows: Sequence[dict[str, Any]],
+    target: str | None = None,
+) -> None:
+    """``COPY table (names) FROM STDIN`` of ``rows`` (into ``target`` if given: a table with
+    those columns), sent as text in large blocks."""
+    fields = [(name, _copy_field(table.c[name].type)) for name in names]
+    columns = ", ".join(f'"{name}"' for name in names)
+    try:
+        with cursor.copy(f"COPY {target or table.name} ({columns}) FROM STDIN") as copy:
+            block: list[str] = []
+            for row in rows:
+                block.append("\t".join([write(row[name]) for name, write in fields]))
+                if len(block) == 5000:
+                    copy.write("\n".join(block) + "\n")
+                    block = []
+            if block:
+                copy.write("\n".join(block) + "\n")
+    finally:
+        cursor.close()
+
+
+def json_text(value: Any) -> str:
+    """A JSON column's value as text (``None`` is the JSON ``null``, as SQLAlchemy stores it)."""
+    return _json_text(value)
+
+
+_json_text = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
+def add_history(*, session: Session, entry: RatingHistory) -> None:
+    session.add(entry)
+    session.flush()
+
+
+def history(
+    *, session: Session, ladder_id: str, player_id: str, before_id: int | None, limit: int
+) -> list[RatingHistory]:
+    """A player's rating changes, newest first, older than the entry ``before_id``."""
+    query = (
+        select(RatingHistory)
+        .where(RatingHistory.ladder_id == ladder_id, RatingHistory.player_id == player_id)
+        .order_by(RatingHistory.id.desc())
+        .limit(limit)
+    )
+    if before_id is not None:
+        query = query.where(RatingHistory.id < before_id)
+    return list(session.scalars(query))
+
+
+# -- re-rating (void, rebuild) ---------------------------------------------------------------
+
+
+def lift_statement_timeout(*, session: Session) -> None:
+    """No statement timeout for the rest of this transaction (PostgreSQL): re-rating a large
+    ladder legitimately runs statements longer than a request's."""
+    if _dialect(session) == "postgresql":
+        session.execute(text("SET LOCAL statement_timeout = 0"))
+
+
+def lock_match(*, session: Session, ladder_id: str, match_id: str) -> Match | None:
+    """The match, row-locked: two voids of one match run one after the other."""
+    return session.scalar(
+        select(Match)
+        .where(Match.ladder_id == ladder_id, Match.match_id == match_id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+
+
+class MatchRow(NamedTuple):
+    """What re-rating a recorded match needs."""
+
+    seq: int
+    match_id: str
+    played_at: datetime
+    recorded_at: datetime
+    request: dict[str, Any]
+    meta: dict[str, Any] | None
+
+
+def matches_after(*, session: Session, ladder_id: str, after_seq: int) -> list[MatchRow]:
+    """The ladder's matches that count (not voided) with seq above ``after_seq``, in order."""
+    query = (
+        select(
+            Match.seq, Match.match_id, Match.played_at, Match.recorded_at, Match.request, Match.meta
+        )
+        .where(Match.ladder_id == ladder_id, Match.seq > after_seq, Match.voided_at.is_(None))
+        .order_by(Match.seq)
+    )
+    return [MatchRow(*row) for row in session.execute(query)]
+
+
+def match_seqs_after(*, session: Session, ladder_id: str, after_seq: int) -> list[int]:
+    """The seqs of :func:`matches_after`, without reading the matches."""
+    return list(
+        session.scalars(
+            select(Match.seq).where(
+                Match.ladder_id == ladder_id, Match.seq > after_seq, Match.voided_at.is_(None)
+            )
+        )
+    )
+
+
+class HistoryRow(NamedTuple):
+    id: int
+    player_id: str
+    kind: str
+    match_seq: int | None
+    mu_before: float
+    sigma_before: float | None
+    mu_after: float
+    sigma_after: float | None
+
+
+def history_from(
+    *, session: Session, ladder_id: str, from_seq: int, from_id: int
+) -> list[HistoryRow]:
+    """History rows of matches with seq >= ``from_seq`` and adjustments with id >=
+    ``from_id``, by id. Two range scans (the match_seq index, the primary key), so a void
+    late in a long ladder reads only the rows after it."""
+    columns = (
+        RatingHistory.id,
+        RatingHistory.player_id,
+        RatingHistory.kind,
+        RatingHistory.match_seq,
+        RatingHistory.mu_before,
+        RatingHistory.sigma_before,
+        RatingHistory.mu_after,
+        RatingHistory.sigma_after,
+    )
+    of_matches = select(*columns).where(
+        RatingHistory.match_seq >= from_seq, RatingHistory.ladder_id == ladder_id
+    )
+    adjustments = select(*columns).where(
+        RatingHistory.id >= from_id,
+        RatingHistory.kind == "adjustment",
+        RatingHistory.ladder_id == ladder_id,
+    )
+    rows = [HistoryRow(*row) for row in session.execute(of_matches)]
+    rows.extend(HistoryRow(*row) for row in session.execute(adjustments))
+    rows.sort(key=lambda row: row.id)
+    return rows
+
+
+def first_history_id(*, session: Session, match_seq: int) -> int | None:
+    return session.scalar(
+        select(func.min(RatingHistory.id)).where(RatingHistory.match_seq == match_seq)
+    )
+
+
+def starting_ratings(
+    *, session: Session, ladder_id: str, match_seq: int
+) -> dict[str, tuple[float, float | None]]:
+    """Each participant's rating before the match ``match_seq`` (its history row)."""
+    rows = session.execute(
+        select(RatingHistory.player_id, RatingHistory.mu_before, RatingHistory.sigma_before).where(
+            RatingHistory.ladder_id == ladder_id, RatingHistory.match_seq == match_seq
+        )
+    )
+    return {player: (mu, sigma) for player, mu, sigma in rows}
+
+
+def latest_played_before(
+    *, session: Session, ladder_id: str, player_ids: Sequence[str], before_seq: int
+) -> dict[str, datetime]:
+    """Each player's latest played_at over its counted matches with seq below ``before_seq``."""
+    out: dict[str, datetime] = {}
+    for chunk in _chunks(sorted(player_ids), session):
+        if _dialect(session) == "postgresql":
+            ids = bindparam("player_ids", value=list(chunk), type_=ARRAY(String))
+            condition = Participant.player_id == any_(ids)
+        else:
+            condition = Participant.player_id.in_(list(chunk))
+        query = (
+            select(Participant.player_id, func.max(Match.played_at))
+            .join(Match, Match.seq == Participant.match_seq)
+            .where(
+                Participant.ladder_id == ladder_id,
+                condition,
+                Participant.match_seq < before_seq,
+                Match.voided_at.is_(None),
+            )
+            .group_by(Participant.player_id)
+        )
+        out.update((player, latest) for player, latest in session.execute(query) if latest)
+    return out
+
+
+def lock_ladder_ratings(*, session: Session, ladder_id: str) -> list[RatingState]:
+    """Every rating of the ladder, row-locked in player id order (one statement)."""
+    query = (
+        select(
+            PlayerRating.player_id,
+            PlayerRating.mu,
+            PlayerRating.sigma,
+            PlayerRating.matches,
+            PlayerRating.last_played_at,
+        )
+        .where(PlayerRating.ladder_id == ladder_id)
+        .order_by(PlayerRating.player_id)
+        .with_for_update()
+    )
+    return [RatingState(*row) for row in session.execute(query)]
+
+
+def players_with_adjustments(
+    *, session: Session, ladder_id: str, player_ids: Sequence[str]
+) -> set[str]:
+    if not player_ids:
+        return set()
+    query = (
+        select(RatingHistory.player_id)
+        .where(
+            RatingHistory.ladder_id == ladder_id,
+            RatingHistory.kind == "adjustment",
+            RatingHistory.player_id.in_(list(player_ids)),
+        )
+        .distinct()
+    )
+    return set(session.scalars(query))
+
+
+def delete_ratings(*, session: Session, ladder_id: str, player_ids: Sequence[str]) -> None:
+    if player_ids:
+        session.execute(
+            delete(PlayerRating).where(
+                PlayerRating.ladder_id == ladder_id, PlayerRating.player_id.in_(list(player_ids))
+            )
+        )
+
+
+def delete_match_rows(
+    *, session: Session, model: type[Participant] | type[RatingHistory], seqs: Sequence[int]
+) -> None:
+    """Delete the rows of ``model`` (participants or history) of the matches ``seqs``."""
+    if not seqs:
+        return
+    column = model.match_seq
+    if _dialect(session) == "postgresql":
+        ids = bindparam("seqs", value=list(seqs), type_=ARRAY(BigInteger))
+        session.execute(delete(model).where(column == any_(ids)))
+        return
+    for start in range(0, len(seqs), SQLITE_IN_CHUNK):
+        session.execute(
+            delete(model).where(column.in_(list(seqs[start : start + SQLITE_IN_CHUNK])))
+        )
+
+
+def update_history(*, session: Session, rows: Sequence[dict[str, Any]]) -> None:
+    """Rewrite history rows in place (their ids keep their order): each row has ``id``,
+    ``mu_before``, ``sigma_before``, ``mu_after``, ``sigma_after``."""
+    bulk_update(
+        session=session, table=cast(Table, RatingHistory.__table__), keys=("id",), rows=rows
+    )
+
+
+def update_participants(*, session: Session, rows: Sequence[dict[str, Any]]) -> None:
+    """Rewrite participants' ratings in place: each row has ``match_seq``, ``player_id``,
+    ``mu_before``, ``sigma_before``, ``mu_after``, ``sigma_after``."""
+    bulk_update(
+        session=session,
+        table=cast(Table, Participant.__table__),
+        keys=("match_seq", "player_id"),
+        rows=rows,
+    )
+
+
+def update_matches(*, session: Session, rows: Sequence[dict[str, Any]]) -> None:
+    """Rewrite matches' ``quality``, ``result`` and ``voided_at`` by ``seq``."""
+    bulk_update(session=session, table=cast(Table, Match.__table__), keys=("seq",), rows=rows)

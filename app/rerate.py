@@ -1,0 +1,498 @@
+"""Re-rating recorded matches: voiding a match, rebuilding a whole ladder.
+
+Both replay matches with the engine of ``app.rating.replay`` (through ``recording.rate``,
+the path new matches take) and rewrite what they computed: ratings, the participants and
+history rows of the re-rated matches, and their result documents (quality included).
+
+Seeds (``PUT .../players/{id}``, history "adjustments") keep their place: a player's history
+rows are ordered by id and re-rating rewrites them in place, so an adjustment sits between
+the same two matches of that player. A replay sets the player's rating to the seeded value
+there, as the seed did; the adjustment's "before" becomes the replayed rating at that point.
+Time away (``tau_per_day``) still runs from the player's latest match across a seed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from app import repositories
+from app.errors import Conflict, NotFound
+from app.models import Ladder, RatingHistory
+from app.recording import (
+    Planned,
+    Rated,
+    RatingTable,
+    day_of,
+    participant_rows,
+    rate,
+    result_document,
+    rfc3339,
+)
+from app.repositories import HistoryRow, MatchRow
+from app.schemas import LadderUpdate, LadderUpdated, RebuildResult, VoidResult
+from app.services import (
+    LadderConfig,
+    dense_ranks,
+    full_params,
+    ladder_config,
+    ladder_view,
+    outcome_of,
+    utc,
+)
+
+#: The columns of a participant or history row that re-rating rewrites.
+NUMBERS = ("mu_before", "sigma_before", "mu_after", "sigma_after")
+
+
+@dataclass(frozen=True, slots=True)
+class _Scope:
+    """What a re-rating replays: the matches in order, the players with the rating and the
+    latest played_at each starts from, and the history rows to rewrite (in id order)."""
+
+    matches: list[MatchRow]
+    start: dict[str, tuple[float, float | None]]
+    latest: dict[str, datetime | None]
+    history: list[HistoryRow]
+
+
+def _planned(row: MatchRow) -> Planned:
+    request = row.request
+    teams: list[list[str]] = request["teams"]
+    return Planned(
+        match_id=row.match_id,
+        played_at=utc(row.played_at),
+        teams=teams,
+        outcome=outcome_of(request.get("ranks"), request.get("scores"), len(teams)),
+        weights=request.get("weights"),
+    )
+
+
+def _join(pieces: Sequence[Rated]) -> Rated:
+    if len(pieces) == 1:
+        return pieces[0]
+    offsets = [0]
+    for piece in pieces:
+        base = offsets[-1]
+        offsets.extend(base + x for x in piece.offsets[1:])
+
+    def cat(name: str) -> Any:
+        return np.concatenate([getattr(piece, name) for piece in pieces])
+
+    return Rated(
+        before_mu=cat("before_mu"),
+        before_sigma=cat("before_sigma"),
+        after_mu=cat("after_mu"),
+        after_sigma=cat("after_sigma"),
+        quality=cat("quality"),
+        offsets=offsets,
+    )
+
+
+def _replay_scope(
+    *, session: Session, ladder: Ladder, config: LadderConfig, scope: _Scope, now: datetime
+) -> RatingTable:
+    """Replay the scope's matches over its players, seeds at their places, and rewrite the
+    matches, participants and history rows. Returns the ratings after."""
+    players = sorted(scope.start)
+    table = RatingTable(
+        players=players,
+        mu=np.array([scope.start[p][0] for p in players], dtype=np.float64),
+        sigma=np.array([scope.start[p][1] or 0.0 for p in players], dtype=np.float64),
+        last_day=np.array(
+            [
+                day_of(latest) if (latest := scope.latest.get(p)) is not None else math.nan
+                for p in players
+            ],
+            dtype=np.float64,
+        ),
+    )
+    planned = [_planned(row) for row in scope.matches]
+    position = {row.seq: n for n, row in enumerate(scope.matches)}
+
+    # Each seed goes before the player's next re-rated match (by history id), or at the end.
+    seeds_before: dict[int, list[HistoryRow]] = {}
+    pending: dict[str, list[HistoryRow]] = {}
+    match_rows: dict[tuple[int, str], int] = {}
+    for row in scope.history:
+        if row.kind == "adjustment":
+            pending.setdefault(row.player_id, []).append(row)
+        elif row.match_seq is not None and row.match_seq in position:
+            match_rows[(row.match_seq, row.player_id)] = row.id
+            waiting = pending.pop(row.player_id, None)
+            if waiting:
+                seeds_before.setdefault(position[row.match_seq], []).extend(waiting)
+    at_end = [row for rows in pending.values() for row in rows]
+
+    history_updates: list[dict[str, Any]] = []
+
+    def apply_seeds(seeds: list[HistoryRow]) -> None:
+        for seed in sorted(seeds, key=lambda row: row.id):
+            p = table.index[seed.player_id]
+            history_updates.append(
+                {
+                    "id": seed.id,
+                    "mu_before": float(table.mu[p]),
+                    "sigma_before": float(table.sigma[p]) if config.bayesian else None,
+                    "mu_after": seed.mu_after,
+                    "sigma_after": seed.sigma_after,
+                }
+            )
+            table.mu[p] = seed.mu_after
+            table.sigma[p] = seed.sigma_after or 0.0
+
+    def label(n: int) -> str:
+        return f"match {planned[n].match_id!r}: "
+
+    pieces: list[Rated] = []
+    begin = 0
+    for cut in [*sorted(seeds_before), len(planned)]:
+        if cut > begin:
+            pieces.append(
+                rate(
+                    ladder=ladder,
+                    config=config,
+                    table=table,
+                    matches=planned[begin:cut],
+                    label=label,
+                    start=begin,
+                )
+            )
+        if cut in seeds_before:
+            apply_seeds(seeds_before[cut])
+        begin = cut
+    apply_seeds(at_end)
+    if not planned:
+        repositories.update_history(session=session, rows=history_updates)
+        return table
+    rated = _join(pieces)
+
+    before = (rated.before_mu.tolist(), rated.before_sigma.tolist())
+    after = (rated.after_mu.tolist(), rated.after_sigma.tolist())
+    quality = rated.quality.tolist()
+    match_updates: list[dict[str, Any]] = []
+    participants: list[dict[str, Any]] = []
+    for n, (stored, plan) in enumerate(zip(scope.matches, planned, strict=True)):
+        ranks = dense_ranks(plan.outcome)
+        offset = rated.offsets[n]
+        match_updates.append(
+            {
+                "seq": stored.seq,
+                "quality": quality[n],
+                "result": result_document(
+                    config=config,
+                    ladder_id=ladder.id,
+                    match_id=stored.match_id,
+                    seq=stored.seq,
+                    played_at=plan.played_at,
+                    recorded_at=stored.recorded_at,
+                    quality=quality[n],
+                    teams=plan.teams,
+                    ranks=ranks,
+                    weights=plan.weights,
+                    before=before,
+                    after=after,
+                    offset=offset,
+                    meta=stored.meta,
+                ),
+                "voided_at": None,
+            }
+        )
+        rows = participant_rows(
+            config=config,
+            ladder_id=ladder.id,
+            seq=stored.seq,
+            match=plan,
+            ranks=ranks,
+            before=before,
+            after=after,
+            offset=offset,
+        )
+        participants.extend(rows)
+        history_updates.extend(
+            {
+                "id": match_rows[(stored.seq, part["player_id"])],
+                "mu_before": part["mu_before"],
+                "sigma_before": part["sigma_before"],
+                "mu_after": part["mu_after"],
+                "sigma_after": part["sigma_after"],
+            }
+            for part in rows
+        )
+    repositories.update_matches(session=session, rows=match_updates)
+    repositories.update_participants(
+        session=session,
+        rows=[
+            {key: part[key] for key in ("match_seq", "player_id", *NUMBERS)}
+            for part in participants
+        ],
+    )
+    repositories.update_history(session=session, rows=history_updates)
+    return table
+
+
+def _rating_row(
+    config: LadderConfig,
+    table: RatingTable,
+    player: str,
+    matches: int,
+    last_played_at: datetime | None,
+    now: datetime,
+) -> dict[str, Any]:
+    p = table.index[player]
+    mu, sigma = float(table.mu[p]), float(table.sigma[p])
+    return {
+        "player_id": player,
+        "mu": mu,
+        "sigma": sigma if config.bayesian else None,
+        "conservative": mu - config.conservative_k * sigma if config.bayesian else mu,
+        "matches": matches,
+        "last_played_at": last_played_at,
+        "updated_at": now,
+    }
+
+
+def _players(row: MatchRow) -> list[str]:
+    return [player for team in row.request["teams"] for player in team]
+
+
+def _closure(
+    players: set[str], later: list[MatchRow]
+) -> tuple[list[MatchRow], set[str], dict[str, int]]:
+    """The matches ``players`` reach: each later match with one of them, whose players join
+    in turn. Returns them, every player reached, and the seq where each joined."""
+    reached = set(players)
+    joined: dict[str, int] = {}
+    affected = []
+    for row in later:
+        members = _players(row)
+        if any(player in reached for player in members):
+            affected.append(row)
+            for player in members:
+                if player not in reached:
+                    reached.add(player)
+                    joined[player] = row.seq
+    return affected, reached, joined
+
+
+def void_match(*, session: Session, ladder: Ladder, match_id: str, now: datetime) -> VoidResult:
+    """Void a match: re-rate every later match it reaches as if it had never been played.
+
+    Voiding a voided match changes nothing (``already_voided``). In one transaction, with
+    the rows of every player it reaches locked in one ordered statement.
+    """
+    repositories.lift_statement_timeout(session=session)
+    match = repositories.lock_match(session=session, ladder_id=ladder.id, match_id=match_id)
+    if match is None:
+        raise NotFound(f"match_id: no match {match_id[:128]!r} in ladder {ladder.id!r}")
+    if match.voided_at is not None:
+        return VoidResult(
+            match_id=match.match_id,
+            ladder=ladder.id,
+            voided_at=utc(match.voided_at),
+            already_voided=True,
+            matches_rerated=0,
+            players_affected=0,
+        )
+    config = ladder_config(ladder)
+    seq = match.seq
+    voided_players = {player for team in match.request["teams"] for player in team}
+    # Lock the reached players, then look again (PostgreSQL): a match committed before the
+    # locks were taken may reach further. Once every reached player is locked nothing new
+    # can join. (SQLite: this transaction holds the database since its first statement.)
+    later = repositories.matches_after(session=session, ladder_id=ladder.id, after_seq=seq)
+    affected, reached, joined = _closure(voided_players, later)
+    states = repositories.lock_rating_states(
+        session=session, ladder_id=ladder.id, player_ids=sorted(reached)
+    )
+    while session.get_bind().dialect.name == "postgresql":
+        seen = {row.seq for row in later}
+        now_counted = repositories.match_seqs_after(
+            session=session, ladder_id=ladder.id, after_seq=seq
+        )
+        if set(now_counted) <= seen:
+            break
+        later = repositories.matches_after(session=session, ladder_id=ladder.id, after_seq=seq)
+        locked = reached
+        affected, reached, joined = _closure(voided_players, later)
+        if reached <= locked:
+            break
+        states = repositories.lock_rating_states(
+            session=session, ladder_id=ladder.id, player_ids=sorted(reached)
+        )
+
+    first_id = repositories.first_history_id(session=session, match_seq=seq) or 0
+    history = repositories.history_from(
+        session=session, ladder_id=ladder.id, from_seq=seq, from_id=first_id
+    )
+    # Where each player starts: before the voided match, or before the match it joined at.
+    start = repositories.starting_ratings(session=session, ladder_id=ladder.id, match_seq=seq)
+    first_row: dict[str, int] = {}
+    for row in history:
+        if row.kind != "match" or row.player_id not in reached:
+            continue
+        if row.match_seq == seq or row.match_seq == joined.get(row.player_id):
+            first_row[row.player_id] = row.id
+            start[row.player_id] = (row.mu_before, row.sigma_before)
+    # From each player's first re-rated row on (the voided match's own rows are not
+    # re-rated: they are deleted below).
+    scoped_history = [
+        row for row in history if row.player_id in first_row and row.id >= first_row[row.player_id]
+    ]
+    # Their latest played_at before that point: matches before the voided one, and for a
+    # player who joined later its unreached matches in between.
+    latest: dict[str, datetime | None] = {
+        player: utc(played)
+        for player, played in repositories.latest_played_before(
+            session=session, ladder_id=ladder.id, player_ids=sorted(reached), before_seq=seq
+        ).items()
+    }
+    for earlier in later:
+        for player in _players(earlier):
+            if player in joined and earlier.seq < joined[player]:
+                previous = latest.get(player)
+                played = utc(earlier.played_at)
+                if previous is None or previous < played:
+                    latest[player] = played
+    latest_before = dict(latest)
+
+    table = _replay_scope(
+        session=session,
+        ladder=ladder,
+        config=config,
+        scope=_Scope(matches=affected, start=start, latest=latest, history=scoped_history),
+        now=now,
+    )
+
+    # The voided match: marked in its document, out of its players' history and counts.
+    document = json.loads(match.result)
+    document["voided"] = True
+    document["voided_at"] = rfc3339(now)
+    repositories.update_matches(
+        session=session,
+        rows=[
+            {
+                "seq": seq,
+                "quality": match.quality,
+                "result": json.dumps(document, separators=(",", ":"), ensure_ascii=False),
+                "voided_at": now,
+            }
+        ],
+    )
+    repositories.delete_match_rows(session=session, model=RatingHistory, seqs=[seq])
+
+    newest: dict[str, datetime] = {}
+    for rerated in affected:
+        for player in _players(rerated):
+            played = utc(rerated.played_at)
+            if player not in newest or newest[player] < played:
+                newest[player] = played
+    rows = []
+    gone = []
+    for state in states:
+        player = state.player_id
+        count = state.matches
+        last = utc(state.last_played_at) if state.last_played_at is not None else None
+        if player in voided_players:
+            count -= 1
+            before = latest_before.get(player)
+            candidates = [t for t in (before, newest.get(player)) if t is not None]
+            last = max(candidates) if candidates else None
+            if count == 0:
+                gone.append(player)
+        rows.append(_rating_row(config, table, player, count, last, now))
+    seeded = repositories.players_with_adjustments(
+        session=session, ladder_id=ladder.id, player_ids=gone
+    )
+    gone = [player for player in gone if player not in seeded]
+    repositories.update_ratings(
+        session=session, ladder_id=ladder.id, rows=[r for r in rows if r["player_id"] not in gone]
+    )
+    # A player whose only match was voided was never rated: it leaves the leaderboard.
+    repositories.delete_ratings(session=session, ladder_id=ladder.id, player_ids=gone)
+    return VoidResult(
+        match_id=match.match_id,
+        ladder=ladder.id,
+        voided_at=now,
+        already_voided=False,
+        matches_rerated=len(affected),
+        players_affected=len(reached),
+    )
+
+
+def rebuild(*, session: Session, ladder: Ladder, now: datetime) -> RebuildResult:
+    """Replay every counted match of the ladder from the prior, seeds at their places, with
+    the ladder's current parameters; in one transaction, every rating locked."""
+    config = ladder_config(ladder)
+    repositories.lift_statement_timeout(session=session)
+    states = repositories.lock_ladder_ratings(session=session, ladder_id=ladder.id)
+    matches = repositories.matches_after(session=session, ladder_id=ladder.id, after_seq=0)
+    history = repositories.history_from(session=session, ladder_id=ladder.id, from_seq=0, from_id=0)
+    prior = config.model.rating()
+    start = {state.player_id: (prior.mu, config.stored_sigma(prior)) for state in states}
+    table = _replay_scope(
+        session=session,
+        ladder=ladder,
+        config=config,
+        scope=_Scope(matches=matches, start=start, latest={}, history=history),
+        now=now,
+    )
+    counts: dict[str, int] = {}
+    newest: dict[str, datetime] = {}
+    for row in matches:
+        played = utc(row.played_at)
+        for player in _players(row):
+            counts[player] = counts.get(player, 0) + 1
+            if player not in newest or newest[player] < played:
+                newest[player] = played
+    rows = [
+        _rating_row(
+            config,
+            table,
+            state.player_id,
+            counts.get(state.player_id, 0),
+            newest.get(state.player_id),
+            now,
+        )
+        for state in states
+    ]
+    repositories.update_ratings(session=session, ladder_id=ladder.id, rows=rows)
+    return RebuildResult(ladder=ladder.id, matches_rerated=len(matches), players=len(states))
+
+
+def update_ladder(
+    *, session: Session, ladder: Ladder, body: LadderUpdate, rebuild_now: bool, now: datetime
+) -> LadderUpdated:
+    """Change a ladder's description or parameters (named ones; the rest keep their values).
+
+    New parameters change what every recorded match gives, so they are refused (409) unless
+    a rebuild is asked for (``rebuild_now`` or the body's ``rebuild``): then the parameters
+    change and every match is replayed with them, in this one transaction. Asking for a
+    rebuild without a change replays the ladder as it is.
+    """
+    locked = repositories.lock_ladder(session=session, ladder_id=ladder.id, share=False)
+    if locked is None:
+        raise NotFound(f"ladder: no ladder {ladder.id!r}")
+    ladder = locked
+    wants_rebuild = rebuild_now or body.rebuild
+    params = ladder.params
+    if body.params:
+        params = full_params(ladder.algorithm, {**ladder.params, **body.params})
+    if params != ladder.params and not wants_rebuild:
+        raise Conflict(
+            "params: new parameters re-rate every recorded match; send the change again with "
+            '?rebuild=true (or "rebuild": true) to change them and rebuild the ladder'
+        )
+    if body.description is not None:
+        ladder.description = body.description
+    ladder.params = params
+    session.flush()
+    result = rebuild(session=session, ladder=ladder, now=now) if wants_rebuild else None
+    return LadderUpdated(ladder=ladder_view(session=session, ladder=ladder), rebuild=result)

@@ -1,0 +1,768 @@
+"""Request and response bodies, with the shape checks of ``http-api.md`` ("Limits", "Errors").
+
+Every request model forbids unknown fields (a misspelt ``rank`` must not silently mean
+"winner first") and every number is finite and of a sane magnitude. A validator's message
+starts with the field it is about; the problem+json ``detail`` adds the location.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationInfo,
+    field_validator,
+)
+
+# -- limits (http-api.md "Limits") ---------------------------------------------------------
+
+MAX_TEAMS = 64
+MAX_PLAYERS = 256
+MAX_ID_LENGTH = 128
+MAX_META_BYTES = 4096
+MAX_META_DEPTH = 32
+MAX_PAGE = 1000
+DEFAULT_PAGE = 50
+#: Largest |mu| (and |value| of a ladder parameter) accepted; beyond it no model is meaningful.
+MAX_MU = 1e9
+#: Largest sigma accepted.
+MAX_SIGMA = 1e6
+#: Largest |rank| or |score|.
+MAX_OUTCOME = 1e15
+
+Algorithm = Literal["trueskill", "plackett_luce", "elo"]
+
+#: Player and match ids: 1 to 128 characters, no control characters.
+ID_PATTERN = r"^[^\x00-\x1f\x7f]+$"
+PlayerId = Annotated[
+    str, StringConstraints(min_length=1, max_length=MAX_ID_LENGTH, pattern=ID_PATTERN)
+]
+MatchId = PlayerId
+LadderId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9_-]{1,64}$")]
+Weight = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0.0, le=1.0)]
+Outcome = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=-MAX_OUTCOME, le=MAX_OUTCOME)]
+Mu = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=-MAX_MU, le=MAX_MU)]
+Sigma = Annotated[float, Field(strict=True, allow_inf_nan=False, gt=0.0, le=MAX_SIGMA)]
+ParamValue = (
+    Annotated[int, Field(strict=True)]
+    | Annotated[float, Field(strict=True, allow_inf_nan=False)]
+    | Annotated[str, StringConstraints(min_length=1, max_length=64)]
+)
+
+
+class RequestBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def parse_time(value: Any, field: str) -> datetime:
+    """An RFC 3339 time (or an ISO 8601 date or local date-time, taken as UTC) in UTC."""
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, str) and len(value) <= 64:
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"{field}: not an RFC 3339 date-time") from None
+    else:
+        raise ValueError(f"{field}: must be an RFC 3339 date-time string")
+    try:
+        if moment.tzinfo is None:
+            return moment.replace(tzinfo=UTC)
+        return moment.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{field}: out of range") from None
+
+
+# -- shared pieces --------------------------------------------------------------------------
+
+
+class RatingOut(BaseModel):
+    """A belief: mean, standard deviation (null for Elo) and mu - k sigma."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"mu": 25.0, "sigma": 8.333333333333334, "conservative": 0.0},
+                {"mu": 1516.0, "sigma": None, "conservative": 1516.0},
+            ]
+        }
+    )
+
+    mu: float
+    sigma: float | None
+    conservative: float
+
+
+NextCursor = Annotated[
+    str | None, Field(description="Pass as `cursor` for the next page; null on the last page.")
+]
+
+
+class TeamsBody(RequestBody):
+    """Teams of player ids, with optional partial-play weights of the same shape."""
+
+    teams: list[Annotated[list[PlayerId], Field(min_length=1, max_length=MAX_PLAYERS)]] = Field(
+        min_length=2,
+        max_length=MAX_TEAMS,
+        description="Teams of player ids: 2 to 64 teams, each of at least 1 player, "
+        "at most 256 players in all, each player at most once.",
+    )
+    weights: list[list[Weight]] | None = Field(
+        default=None,
+        description="Partial play in [0, 1], one per player in the shape of `teams` (default 1).",
+    )
+
+    @field_validator("teams")
+    @classmethod
+    def _players_once(cls, teams: list[list[str]]) -> list[list[str]]:
+        total = sum(len(team) for team in teams)
+        if total > MAX_PLAYERS:
+            raise ValueError(f"teams: at most {MAX_PLAYERS} players in a match, got {total}")
+        seen: set[str] = set()
+        for team in teams:
+            for player in team:
+                if player in seen:
+                    raise ValueError(f"teams: player {player[:MAX_ID_LENGTH]!r} appears twice")
+                seen.add(player)
+        return teams
+
+    @field_validator("weights")
+    @classmethod
+    def _weights_match_teams(
+        cls, weights: list[list[float]] | None, info: ValidationInfo
+    ) -> list[list[float]] | None:
+        teams = info.data.get("teams")
+        if weights is None or teams is None:
+            return weights
+        if len(weights) != len(teams):
+            raise ValueError(
+                f"weights: expected {len(teams)} lists (one per team), got {len(weights)}"
+            )
+        for j, (team, row) in enumerate(zip(teams, weights, strict=True)):
+            if len(row) != len(team):
+                raise ValueError(f"weights[{j}]: {len(row)} values for a team of {len(team)}")
+        return weights
+
+
+# -- ladders --------------------------------------------------------------------------------
+
+
+class LadderCreate(RequestBody):
+    """A new ladder: an algorithm and its parameters (missing ones take their defaults)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "id": "halo-ffa",
+                    "algorithm": "trueskill",
+                    "params": {"draw_probability": 0.05, "tau_per_day": 0.01},
+                    "description": "Halo free-for-all",
+                }
+            ]
+        },
+    )
+
+    id: LadderId = Field(description="1 to 64 of [a-z0-9_-].")
+    algorithm: Algorithm
+    params: dict[Annotated[str, StringConstraints(max_length=64)], ParamValue] = Field(
+        default_factory=dict,
+        max_length=32,
+        description="trueskill: mu, sigma, beta, tau, draw_probability, tau_per_day, "
+        "conservative_k; plackett_luce: mu, sigma, beta, tau, kappa, tau_per_day, "
+        "conservative_k; elo: initial, k_factor, model, scale, beta, rule, multiplayer.",
+    )
+    description: (
+        Annotated[str, StringConstraints(max_length=1000, pattern=r"^[^\x00]*$")] | None
+    ) = None
+
+    @field_validator("params")
+    @classmethod
+    def _sane_numbers(cls, params: dict[str, int | float | str]) -> dict[str, int | float | str]:
+        return sane_params(params)
+
+
+def sane_params(params: dict[str, int | float | str]) -> dict[str, int | float | str]:
+    """Ladder parameters of a sane magnitude (the model checks the rest)."""
+    for name, value in params.items():
+        if isinstance(value, int | float) and abs(value) > MAX_MU:
+            raise ValueError(f"params.{name}: |value| must be at most {MAX_MU:g}")
+    return params
+
+
+LADDER_EXAMPLE: dict[str, Any] = {
+    "id": "halo-ffa",
+    "algorithm": "trueskill",
+    "params": {
+        "mu": 25.0,
+        "sigma": 8.333333333333334,
+        "beta": 4.166666666666667,
+        "tau": 0.08333333333333334,
+        "draw_probability": 0.1,
+        "tau_per_day": 0.0,
+        "conservative_k": 3.0,
+    },
+    "description": "Halo free-for-all",
+    "created_at": "2026-11-21T10:00:00Z",
+    "players": 1672,
+    "matches": 6227,
+}
+
+
+class LadderOut(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [LADDER_EXAMPLE]})
+
+    id: str
+    algorithm: Algorithm
+    params: dict[str, float | str]
+    description: str | None
+    created_at: datetime
+    players: int
+    matches: int = Field(description="Recorded matches that count (voided ones left out).")
+
+
+class LadderUpdate(RequestBody):
+    """New parameters or description. Parameters not named keep their current values."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"params": {"tau_per_day": 0.02}, "rebuild": True},
+                {"description": "Halo 2 free-for-all, season 2"},
+            ]
+        },
+    )
+
+    params: dict[Annotated[str, StringConstraints(max_length=64)], ParamValue] | None = Field(
+        default=None,
+        max_length=32,
+        description="Parameters to change. Every recorded match is then re-rated, so this "
+        "needs `rebuild: true` (or `?rebuild=true`); without it a change is 409.",
+    )
+    description: (
+        Annotated[str, StringConstraints(max_length=1000, pattern=r"^[^\x00]*$")] | None
+    ) = None
+    rebuild: bool = Field(
+        default=False,
+        description="Change the parameters and replay every match with them, in one transaction.",
+    )
+
+    @field_validator("params")
+    @classmethod
+    def _sane_numbers(
+        cls, params: dict[str, int | float | str] | None
+    ) -> dict[str, int | float | str] | None:
+        return None if params is None else sane_params(params)
+
+
+class RebuildResult(BaseModel):
+    """A whole ladder replayed from its matches."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"ladder": "halo-ffa", "matches_rerated": 6227, "players": 1672}]
+        }
+    )
+
+    ladder: str
+    matches_rerated: int = Field(description="Matches replayed (voided ones are left out).")
+    players: int = Field(description="Players whose ratings were recomputed.")
+
+
+class LadderUpdated(BaseModel):
+    """The ladder after a PATCH, and the rebuild it ran (null when none was needed)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "ladder": LADDER_EXAMPLE,
+                    "rebuild": {"ladder": "halo-ffa", "matches_rerated": 6227, "players": 1672},
+                }
+            ]
+        }
+    )
+
+    ladder: LadderOut
+    rebuild: RebuildResult | None
+
+
+class LadderPage(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"entries": [LADDER_EXAMPLE], "next_cursor": None}]}
+    )
+
+    entries: list[LadderOut]
+    next_cursor: NextCursor
+
+
+# -- matches --------------------------------------------------------------------------------
+
+
+class MatchCreate(TeamsBody):
+    """One finished match. The outcome is `ranks`, or `scores`, or the order of `teams`."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "match_id": "g-1042",
+                    "played_at": "2026-11-21T10:00:00Z",
+                    "teams": [["alice"], ["bob", "carol"], ["dave"]],
+                    "ranks": [1, 2, 2],
+                    "weights": [[1.0], [1.0, 0.5], [1.0]],
+                    "meta": {"map": "lockout"},
+                },
+                {"teams": [["alice"], ["bob"]]},
+                {"match_id": "g-1043", "teams": [["alice"], ["bob"]], "scores": [3, 5]},
+            ]
+        },
+    )
+
+    match_id: MatchId | None = Field(
+        default=None,
+        description="Idempotency key, 1 to 128 characters (the server makes one if absent): "
+        "the same id with the same body again returns the stored result; with another "
+        "body, 409.",
+    )
+    played_at: datetime | None = Field(
+        default=None,
+        description="When the match was played (RFC 3339; a time without offset is UTC). "
+        "Default: now.",
+    )
+    ranks: list[Outcome] | None = Field(
+        default=None, description="One per team, lower is better, equal is a draw."
+    )
+    scores: list[Outcome] | None = Field(
+        default=None, description="One per team, higher is better (instead of ranks)."
+    )
+    meta: dict[str, Any] | None = Field(
+        default=None, description="Anything the game wants kept with the match (at most 4 KB)."
+    )
+
+    @field_validator("played_at", mode="before")
+    @classmethod
+    def _played_at(cls, value: Any) -> datetime | None:
+        return None if value is None else parse_time(value, "played_at")
+
+    @field_validator("ranks", "scores")
+    @classmethod
+    def _one_per_team(cls, values: list[float] | None, info: ValidationInfo) -> list[float] | None:
+        teams = info.data.get("teams")
+        if values is None:
+            return None
+        if info.field_name == "scores" and info.data.get("ranks") is not None:
+            raise ValueError("scores: give ranks or scores, not both")
+        if teams is not None and len(values) != len(teams):
+            raise ValueError(
+                f"{info.field_name}: expected {len(teams)} values (one per team), got {len(values)}"
+            )
+        return values
+
+    @field_validator("meta")
+    @classmethod
+    def _meta(cls, meta: dict[str, Any] | None) -> dict[str, Any] | None:
+        if meta is None:
+            return None
+        try:
+            text = _compact_finite(meta)
+        except (ValueError, RecursionError):
+            text = ""  # non-finite or absurdly deep: found and named just below
+        if not text or text.count("[") + text.count("{") > MAX_META_DEPTH:
+            # Fewer brackets than the depth limit cannot nest deeper than it.
+            check_json_value(meta, "meta")
+        size = len(text.encode())
+        if size > MAX_META_BYTES:
+            raise ValueError(f"meta: {size} bytes serialized, at most {MAX_META_BYTES}")
+        return meta
+
+
+_compact_finite = json.JSONEncoder(
+    separators=(",", ":"), ensure_ascii=False, allow_nan=False
+).encode
+
+
+def check_json_value(value: Any, field: str) -> None:
+    """Reject non-finite numbers and nesting deeper than ``MAX_META_DEPTH`` (iteratively)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_META_DEPTH:
+            raise ValueError(f"{field}: nested deeper than {MAX_META_DEPTH} levels")
+        if isinstance(item, float) and not math.isfinite(item):
+            raise ValueError(f"{field}: numbers must be finite")
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+
+
+class PlayerResult(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "player_id": "alice",
+                    "weight": 1.0,
+                    "before": {"mu": 25.0, "sigma": 8.333333333333334, "conservative": 0.0},
+                    "after": {
+                        "mu": 29.39583201999916,
+                        "sigma": 7.171475587326195,
+                        "conservative": 7.881405258020575,
+                    },
+                }
+            ]
+        }
+    )
+
+    player_id: str
+    weight: float
+    before: RatingOut
+    after: RatingOut
+
+
+class TeamResult(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "rank": 1,
+                    "players": [
+                        {
+                            "player_id": "alice",
+                            "weight": 1.0,
+                            "before": {"mu": 25.0, "sigma": 8.333333333333334, "conservative": 0.0},
+                            "after": {
+                                "mu": 29.39583201999916,
+                                "sigma": 7.171475587326195,
+                                "conservative": 7.881405258020575,
+                            },
+                        }
+                    ],
+                }
+            ]
+        }
+    )
+
+    rank: int = Field(description="1 is best; tied teams share a rank (dense ranking).")
+    players: list[PlayerResult]
+
+
+MATCH_RESULT_EXAMPLE: dict[str, Any] = {
+    "match_id": "g-1042",
+    "ladder": "halo-ffa",
+    "seq": 17,
+    "played_at": "2026-11-21T10:00:00Z",
+    "recorded_at": "2026-11-21T10:00:02.125Z",
+    "quality": 0.4472135954999579,
+    "teams": [
+        {
+            "rank": 1,
+            "players": [
+                {
+                    "player_id": "alice",
+                    "weight": 1.0,
+                    "before": {"mu": 25.0, "sigma": 8.333333333333334, "conservative": 0.0},
+                    "after": {
+                        "mu": 29.39583201999916,
+                        "sigma": 7.171475587326195,
+                        "conservative": 7.881405258020575,
+                    },
+                }
+            ],
+        },
+        {
+            "rank": 2,
+            "players": [
+                {
+                    "player_id": "bob",
+                    "weight": 1.0,
+                    "before": {"mu": 25.0, "sigma": 8.333333333333334, "conservative": 0.0},
+                    "after": {
+                        "mu": 20.604167980000835,
+                        "sigma": 7.171475587326195,
+                        "conservative": -0.910258781977749,
+                    },
+                }
+            ],
+        },
+    ],
+    "meta": None,
+}
+
+
+class MatchResult(BaseModel):
+    """A recorded match: every player's rating before and after, and the pre-match quality."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [MATCH_RESULT_EXAMPLE]})
+
+    match_id: str
+    ladder: str
+    seq: int = Field(description="Arrival order: within a ladder, matches were applied by seq.")
+    played_at: datetime
+    recorded_at: datetime
+    quality: float | None = Field(description="Match quality before the match, in (0, 1].")
+    teams: list[TeamResult]
+    meta: dict[str, Any] | None = None
+    voided: bool = Field(
+        default=False,
+        description="True once the match was voided: it no longer counts, and the numbers "
+        "above are those it had when it was voided.",
+    )
+    voided_at: datetime | None = Field(default=None, description="When it was voided.")
+
+
+#: The most matches one batch may hold (http-api.md "Limits").
+MAX_BATCH = 10_000
+
+
+class MatchBatch(RequestBody):
+    """Matches applied in list order, all or nothing."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "matches": [
+                        {"match_id": "g-1", "teams": [["alice"], ["bob"]]},
+                        {"match_id": "g-2", "teams": [["bob"], ["carol"]], "ranks": [1, 1]},
+                    ]
+                }
+            ]
+        },
+    )
+
+    matches: list[MatchCreate] = Field(
+        min_length=1,
+        max_length=MAX_BATCH,
+        description=f"1 to {MAX_BATCH:,} match bodies, applied in this order. A match_id "
+        "recorded before with the same body is returned as stored and not applied again; "
+        "with another body the batch is refused (409); a match_id twice in one batch is 422.",
+    )
+
+
+class BatchResult(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"results": [MATCH_RESULT_EXAMPLE]}]})
+
+    results: list[MatchResult] = Field(description="One per match, in the order sent.")
+
+
+class VoidResult(BaseModel):
+    """What voiding a match did."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "match_id": "g-1042",
+                    "ladder": "halo-ffa",
+                    "voided_at": "2026-11-21T12:00:00Z",
+                    "already_voided": False,
+                    "matches_rerated": 118,
+                    "players_affected": 41,
+                }
+            ]
+        }
+    )
+
+    match_id: str
+    ladder: str
+    voided_at: datetime
+    already_voided: bool = Field(
+        description="True when the match was voided before: nothing changed this time."
+    )
+    matches_rerated: int = Field(description="Later matches re-rated without it.")
+    players_affected: int = Field(description="Players whose ratings were recomputed.")
+
+
+class MatchPage(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"entries": [MATCH_RESULT_EXAMPLE], "next_cursor": None}]}
+    )
+
+    entries: list[MatchResult]
+    next_cursor: NextCursor
+
+
+# -- players and leaderboard ----------------------------------------------------------------
+
+
+LEADERBOARD_ENTRY_EXAMPLE: dict[str, Any] = {
+    "rank": 1,
+    "player_id": "alice",
+    "mu": 29.39583201999916,
+    "sigma": 7.171475587326195,
+    "conservative": 7.881405258020575,
+    "matches": 1,
+    "last_played_at": "2026-11-21T10:00:00Z",
+}
+
+
+class LeaderboardEntry(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [LEADERBOARD_ENTRY_EXAMPLE]})
+
+    rank: int = Field(
+        description="Place on this leaderboard: 1 + the players ahead of this one "
+        "(among those with at least `min_matches`)."
+    )
+    player_id: str
+    mu: float
+    sigma: float | None
+    conservative: float
+    matches: int
+    last_played_at: datetime | None
+
+
+class LeaderboardPage(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "entries": [LEADERBOARD_ENTRY_EXAMPLE],
+                    "next_cursor": "WzcuODgxNDA1MjU4MDIwNTc1LCJhbGljZSJd",
+                }
+            ]
+        }
+    )
+
+    entries: list[LeaderboardEntry]
+    next_cursor: NextCursor
+
+
+class PlayerOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "ladder": "halo-ffa",
+                    "player_id": "alice",
+                    "mu": 29.39583201999916,
+                    "sigma": 7.171475587326195,
+                    "conservative": 7.881405258020575,
+                    "rank": 1,
+                    "matches": 1,
+                    "last_played_at": "2026-11-21T10:00:00Z",
+                }
+            ]
+        }
+    )
+
+    ladder: str
+    player_id: str
+    mu: float
+    sigma: float | None
+    conservative: float
+    rank: int = Field(description="Place on the leaderboard: players ahead of this one, plus 1.")
+    matches: int
+    last_played_at: datetime | None
+
+
+class PlayerSeed(RequestBody):
+    """Set a player's rating (an import from another system); kept in history as an adjustment."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"mu": 31.5, "sigma": 2.5}, {"mu": 1720.0}]},
+    )
+
+    mu: Mu
+    sigma: Sigma | None = Field(
+        default=None,
+        description="Bayesian ladders: default the ladder's prior sigma. Elo: omit or null.",
+    )
+
+
+class HistoryEntry(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "kind": "adjustment",
+                    "match_id": None,
+                    "played_at": "2026-11-21T09:00:00Z",
+                    "before": {"mu": 25.0, "sigma": 8.333333333333334, "conservative": 0.0},
+                    "after": {"mu": 31.5, "sigma": 2.5, "conservative": 24.0},
+                }
+            ]
+        }
+    )
+
+    kind: Literal["match", "adjustment"]
+    match_id: str | None = Field(description="Null for an adjustment.")
+    played_at: datetime
+    before: RatingOut
+    after: RatingOut
+
+
+class HistoryPage(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "entries": [
+                        {
+                            "kind": "match",
+                            "match_id": "g-1042",
+                            "played_at": "2026-11-21T10:00:00Z",
+                            "before": {"mu": 25.0, "sigma": 8.333333333333334, "conservative": 0.0},
+                            "after": {
+                                "mu": 29.39583201999916,
+                                "sigma": 7.171475587326195,
+                                "conservative": 7.881405258020575,
+                            },
+                        }
+                    ],
+                    "next_cursor": None,
+                }
+            ]
+        }
+    )
+
+    entries: list[HistoryEntry]
+    next_cursor: NextCursor
+
+
+# -- predictions ----------------------------------------------------------------------------
+
+
+class QualityRequest(TeamsBody):
+    """Proposed teams; players never seen count at the ladder's prior."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"teams": [["alice", "bob"], ["carol", "dave"]]},
+                {"teams": [["alice"], ["bob"], ["carol"]], "weights": [[1.0], [0.5], [1.0]]},
+            ]
+        },
+    )
+
+
+class QualityOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "quality": 0.4472135954999579,
+                    "win_probabilities": [0.5, 0.5],
+                    "draw_probability": 0.1,
+                }
+            ]
+        }
+    )
+
+    quality: float = Field(description="How balanced the match is, in (0, 1].")
+    win_probabilities: list[float] = Field(description="One per team, summing to 1.")
+    draw_probability: float | None = Field(description="Null where the model has no draws.")

@@ -1,0 +1,133 @@
+"""``ratings import``: JSON Lines (and .gz) through the batch path, in chunks, resumable; a bad
+line stops it, naming the line, with nothing of its chunk written."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.cli import main
+from tests.service.helpers import all_pages, create_ladder, table_counts
+from tests.service.oracle import core_replay
+
+DATA = Path(__file__).parent / "data"
+FOOTBALL = DATA / "intl_football_sample.jsonl"
+F1 = DATA / "f1_races_sample.jsonl"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def _summary(out: str) -> tuple[int, int, int]:
+    found = re.search(
+        r"read ([\d,]+), recorded ([\d,]+), skipped \(already recorded\) ([\d,]+)", out
+    )
+    assert found, out
+    read, recorded, skipped = (int(x.replace(",", "")) for x in found.groups())
+    return read, recorded, skipped
+
+
+def test_import_equals_a_replay_and_resumes(
+    client: TestClient, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    params = {"tau_per_day": 0.01}
+    create_ladder(client, "football", params=params)
+    packed = tmp_path / "football.jsonl.gz"
+    packed.write_bytes(gzip.compress(FOOTBALL.read_bytes()))
+    status, out, err = run(capsys, "import", str(packed), "--ladder", "football", "--chunk", "40")
+    assert status == 0, err
+    assert _summary(out) == (150, 150, 0)
+    assert "matches/s" in out
+    assert "[" not in err  # no progress bar when stderr is not a terminal
+
+    expected = core_replay("trueskill", params, _lines(FOOTBALL))
+    board = all_pages(client, "/v1/ladders/football/leaderboard", limit=1000)
+    assert len(board) == len(expected.ratings)
+    for entry in board:
+        rating = expected.ratings[entry["player_id"]]
+        assert (entry["mu"], entry["sigma"]) == pytest.approx(tuple(rating), rel=1e-12)
+        assert entry["matches"] == expected.played[entry["player_id"]]
+
+    # Again, uncompressed: every match is already recorded and nothing changes.
+    status, out, err = run(capsys, "import", str(FOOTBALL), "--ladder", "football", "--progress")
+    assert status == 0, err
+    assert _summary(out) == (150, 0, 150)
+    assert "100%" in err  # the progress bar, asked for
+    assert all_pages(client, "/v1/ladders/football/leaderboard", limit=1000) == board
+
+
+def test_a_bad_line_stops_the_import_and_keeps_earlier_chunks(
+    client: TestClient, database_url: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    create_ladder(client, "football")
+    lines = FOOTBALL.read_text(encoding="utf-8").splitlines()[:100]
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("\n".join([*lines[:56], '{"teams": [["a"], ["b"]', *lines[57:]]) + "\n")
+    status, out, err = run(capsys, "import", str(broken), "--ladder", "football", "--chunk", "20")
+    assert status == 1 and out == ""
+    assert "line 57" in err and "JSON" in err
+    # Lines 1-40 (two chunks) stay; nothing of the chunk of lines 41-60.
+    assert client.get("/v1/ladders/football").json()["matches"] == 40
+
+    # Fixed, the import resumes where it stopped.
+    fixed = tmp_path / "fixed.jsonl"
+    fixed.write_text("\n".join(lines) + "\n")
+    status, out, err = run(capsys, "import", str(fixed), "--ladder", "football", "--chunk", "20")
+    assert status == 0, err
+    assert _summary(out) == (100, 60, 40)
+    expected = core_replay("trueskill", {}, [json.loads(line) for line in lines])
+    for entry in all_pages(client, "/v1/ladders/football/leaderboard", limit=1000):
+        assert entry["mu"] == pytest.approx(expected.ratings[entry["player_id"]].mu, rel=1e-12)
+
+    # A line the service refuses (Formula 1's shared drives: one driver twice) names it too.
+    create_ladder(client, "f1", algorithm="plackett_luce")
+    before = table_counts(database_url)
+    status, out, err = run(capsys, "import", str(F1), "--ladder", "f1", "--chunk", "1000")
+    shared = next(
+        n
+        for n, body in enumerate(_lines(F1), start=1)
+        if len({p for t in body["teams"] for p in t}) < sum(len(t) for t in body["teams"])
+    )
+    assert status == 1
+    assert f"line {shared}" in err and "appears twice" in err
+    assert table_counts(database_url) == before
+
+
+def test_a_match_the_model_refuses_names_its_line(
+    client: TestClient, database_url: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    create_ladder(client)
+    bodies = [{"match_id": f"m{n}", "teams": [[f"a{n}"], [f"b{n}"]]} for n in range(5)]
+    bodies[3] = {"match_id": "m3", "teams": [["x", "y"], ["z"]], "weights": [[0, 0], [1]]}
+    path = tmp_path / "refused.jsonl"
+    path.write_text("\n".join(json.dumps(body) for body in bodies) + "\n")
+    before = table_counts(database_url)
+    status, _, err = run(capsys, "import", str(path), "--ladder", "test")
+    assert status == 1
+    assert "line 4: weights" in err
+    assert table_counts(database_url) == before
+
+
+def test_import_errors(
+    client: TestClient, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    status, _, err = run(capsys, "import", str(tmp_path / "none.jsonl"), "--ladder", "x")
+    assert status == 1 and "no such file" in err
+    status, _, err = run(capsys, "import", str(FOOTBALL), "--ladder", "missing")
+    assert status == 1 and "ladder" in err
+    create_ladder(client)
+    status, _, err = run(capsys, "import", str(FOOTBALL), "--ladder", "test", "--chunk", "0")
+    assert status == 1 and "--chunk" in err
