@@ -1,0 +1,201 @@
+"""/healthz, /readyz and /metrics."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from prometheus_client import REGISTRY
+
+from app import auth
+from app.api import ops
+from app.config import get_settings
+from app.db import dispose_engines
+from app.main import create_app
+from tests.ops.conftest import assert_problem, bearer
+
+
+def unmigrated_client(url: str, monkeypatch: pytest.MonkeyPatch) -> TestClient:
+    monkeypatch.setenv("RATINGS_DATABASE_URL", url)
+    get_settings.cache_clear()
+    return TestClient(create_app(), raise_server_exceptions=False)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_settings() -> Iterator[None]:
+    yield
+    dispose_engines()
+    get_settings.cache_clear()
+
+
+class TestHealth:
+    def test_healthz(self, client: TestClient) -> None:
+        response = client.get("/healthz")
+        assert response.status_code == 200
+        assert response.json() == {"status": "ok"}
+
+    def test_healthz_needs_no_database(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        client = unmigrated_client(f"sqlite:///{tmp_path}/missing/dir/r.db", monkeypatch)
+        assert client.get("/healthz").status_code == 200
+
+
+class TestReadiness:
+    def test_ready_when_migrated(self, client: TestClient) -> None:
+        response = client.get("/readyz")
+        assert response.status_code == 200
+        assert response.json() == {"status": "ready"}
+
+    def test_unreachable_database_is_503(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        client = unmigrated_client(f"sqlite:///{tmp_path}/missing/dir/r.db", monkeypatch)
+        body = assert_problem(client.get("/readyz"), 503)
+        assert body["detail"] == "database: unreachable (OperationalError)"
+        assert str(tmp_path) not in body["detail"]
+
+    def test_refused_postgres_connection_is_503(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        # Port 1 on loopback: nothing listens, the connection is refused at once.
+        client = unmigrated_client("postgresql://ratings:pw@127.0.0.1:1/none", monkeypatch)
+        body = assert_problem(client.get("/readyz"), 503)
+        assert body["detail"].startswith("database: unreachable")
+        assert "pw" not in body["detail"]
+
+    def test_schema_behind_is_503(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        client = unmigrated_client(f"sqlite:///{tmp_path}/empty.db", monkeypatch)
+        body = assert_problem(client.get("/readyz"), 503)
+        assert "ratings migrate" in body["detail"]
+
+    def test_hanging_database_answers_503_without_waiting(
+        self, client: TestClient, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setenv("RATINGS_READINESS_TIMEOUT_S", "0.05")
+        get_settings.cache_clear()
+        release = threading.Event()
+
+        def hang() -> bool:
+            release.wait(30)
+            return True
+
+        monkeypatch.setattr(ops, "_database_ready", hang)
+        try:
+            body = assert_problem(client.get("/readyz"), 503)
+        finally:
+            release.set()
+        assert body["detail"] == "database: no answer within 0.05 s"
+
+
+def sample(name: str, labels: dict[str, str]) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+class TestMetrics:
+    def test_counts_by_route_template_and_status(self, client: TestClient) -> None:
+        ok = {"method": "GET", "route": "/healthz", "status": "200"}
+        missing = {"method": "GET", "route": "unmatched", "status": "404"}
+        ok_before = sample("ratings_http_requests_total", ok)
+        missing_before = sample("ratings_http_requests_total", missing)
+        count_before = sample(
+            "ratings_http_request_duration_seconds_count", {"method": "GET", "route": "/healthz"}
+        )
+        for _ in range(3):
+            client.get("/healthz")
+        client.get("/nowhere")
+        assert sample("ratings_http_requests_total", ok) == ok_before + 3
+        assert sample("ratings_http_requests_total", missing) == missing_before + 1
+        count_after = sample(
+            "ratings_http_request_duration_seconds_count", {"method": "GET", "route": "/healthz"}
+        )
+        assert count_after == count_before + 3
+
+    def test_exposition(self, client: TestClient) -> None:
+        client.get("/healthz")
+        response = client.get("/metrics")
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/plain")
+        text = response.text
+        assert "# TYPE ratings_http_requests_total counter" in text
+        assert "# TYPE ratings_http_request_duration_seconds histogram" in text
+        assert "# TYPE ratings_matches_recorded_total counter" in text
+        assert 'ratings_http_requests_total{method="GET",route="/healthz",status="200"}' in text
+
+    def test_matches_recorded_counter(
+        self, client: TestClient, make_key: Callable[[str, str], auth.NewKey]
+    ) -> None:
+        headers = bearer(make_key("admin", "metrics-test").key)
+        ladder = {"id": "metrics", "algorithm": "trueskill"}
+        assert client.post("/v1/ladders", json=ladder, headers=headers).status_code == 201
+        before = sample("ratings_matches_recorded_total", {})
+        match = {"match_id": "m1", "teams": [["a"], ["b"]]}
+        url = "/v1/ladders/metrics/matches"
+        assert client.post(url, json=match, headers=headers).status_code == 201
+        assert client.post(url, json=match, headers=headers).status_code == 200  # a retry
+        other = {"match_id": "m2", "teams": [["b"], ["a"]]}
+        assert client.post(url, json=other, headers=headers).status_code == 201
+        line = next(
+            line
+            for line in client.get("/metrics").text.splitlines()
+            if line.startswith("ratings_matches_recorded_total ")
+        )
+        assert float(line.split()[1]) == before + 2
+
+    def test_refused_bodies_are_counted(self, db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setenv("RATINGS_MAX_BODY_BYTES", "1024")
+        get_settings.cache_clear()
+        client = TestClient(create_app(), raise_server_exceptions=False)
+        labels = {"method": "POST", "route": "unmatched", "status": "413"}
+        before = sample("ratings_http_requests_total", labels)
+        assert client.post("/healthz", content=b"x" * 2000).status_code == 413
+        assert sample("ratings_http_requests_total", labels) == before + 1
+
+
+class TestSettings:
+    def test_every_setting_from_the_environment(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        values = {
+            "RATINGS_DATABASE_URL": "postgresql://u@h:5432/d",
+            "RATINGS_HOST": "0.0.0.0",
+            "RATINGS_PORT": "9001",
+            "RATINGS_WORKERS": "3",
+            "RATINGS_MAX_BODY_BYTES": "4096",
+            "RATINGS_REQUIRE_READ_KEY": "true",
+            "RATINGS_POOL_SIZE": "7",
+            "RATINGS_STATEMENT_TIMEOUT_MS": "2500",
+            "RATINGS_SQLITE_BUSY_TIMEOUT_MS": "100",
+            "RATINGS_READINESS_TIMEOUT_S": "0.5",
+            "RATINGS_LOG_LEVEL": "WARNING",
+        }
+        for name, value in values.items():
+            monkeypatch.setenv(name, value)
+        get_settings.cache_clear()
+        settings = get_settings()
+        assert settings.model_dump() == {
+            "database_url": "postgresql://u@h:5432/d",
+            "host": "0.0.0.0",
+            "port": 9001,
+            "workers": 3,
+            "max_body_bytes": 4096,
+            "require_read_key": True,
+            "pool_size": 7,
+            "statement_timeout_ms": 2500,
+            "sqlite_busy_timeout_ms": 100,
+            "readiness_timeout_s": 0.5,
+            "log_level": "warning",
+        }
+
+
+class TestOpenApi:
+    def test_operations_and_key_scheme_documented(self, client: TestClient) -> None:
+        document = client.get("/openapi.json").json()
+        assert {"/healthz", "/readyz", "/metrics"} <= set(document["paths"])
+        scheme = document["components"]["securitySchemes"]["ApiKey"]
+        assert scheme == {
+            "type": "http",
+            "scheme": "bearer",
+            "description": scheme["description"],
+        }
+        recording = document["paths"]["/v1/ladders/{ladder}/matches"]["post"]
+        assert recording["security"] == [{"ApiKey": []}]
