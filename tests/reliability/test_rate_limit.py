@@ -1,0 +1,124 @@
+"""Per-client rate limiting (app/ratelimit.py): a token bucket per key, or per address for
+requests without one; an empty bucket is a 429 problem+json with Retry-After and nothing
+done. Off by default; loopback clients are exempt unless configured; probes never limited.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.config import get_settings
+from app.ratelimit import RateLimitSettings, TokenBuckets
+from tests.reliability.conftest import create_ladder
+from tests.service.helpers import table_counts
+
+MATCH = {"teams": [["a"], ["b"]]}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_token_bucket_arithmetic() -> None:
+    clock = Clock()
+    buckets = TokenBuckets(rate=2.0, capacity=3.0, max_clients=2, clock=clock)
+    assert [buckets.take("k") for _ in range(3)] == [0.0, 0.0, 0.0]
+    assert buckets.take("k") == pytest.approx(0.5)  # one token comes every 1/2 s
+    clock.now += 0.5
+    assert buckets.take("k") == 0.0
+    assert buckets.take("other") == 0.0  # a bucket per client
+    clock.now += 100.0
+    assert [buckets.take("k") for _ in range(4)][-1] > 0.0  # refills up to capacity only
+    buckets.take("third")  # over max_clients: the least recently seen is forgotten
+    assert "other" not in buckets._buckets
+
+
+def test_settings_default_off_and_burst() -> None:
+    assert RateLimitSettings().per_second == 0.0
+    assert RateLimitSettings(per_second=5).capacity == 5.0
+    assert RateLimitSettings(per_second=0.5).capacity == 1.0
+    assert RateLimitSettings(per_second=5, burst=12).capacity == 12.0
+
+
+@pytest.fixture
+def limited(
+    database_url: str, admin_key: str, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable[[tuple[str, int]], TestClient]]:
+    monkeypatch.setenv("RATINGS_DATABASE_URL", database_url)
+    monkeypatch.setenv("RATINGS_RATE_LIMIT_PER_SECOND", "0.001")  # no refill during the test
+    monkeypatch.setenv("RATINGS_RATE_LIMIT_BURST", "3")
+    get_settings.cache_clear()
+    from app.main import create_app
+
+    clients: list[TestClient] = []
+    app = create_app()
+
+    def connect(address: tuple[str, int]) -> TestClient:
+        client = TestClient(app, client=address, raise_server_exceptions=False)
+        client.__enter__()
+        clients.append(client)
+        return client
+
+    yield connect
+    for client in clients:
+        client.__exit__(None, None, None)
+    get_settings.cache_clear()
+
+
+def test_a_key_over_its_rate_gets_429_and_nothing_is_done(
+    limited: Callable[[tuple[str, int]], TestClient],
+    make_key: Callable[[str, str], str],
+    database_url: str,
+) -> None:
+    writer = {"Authorization": f"Bearer {make_key('write', 'writer')}"}
+    admin = {"Authorization": f"Bearer {make_key('admin', 'admin2')}"}
+    http = limited(("203.0.113.7", 5000))
+    operator = limited(("127.0.0.1", 1))  # loopback: not limited
+    operator.headers.update(admin)
+    create_ladder(operator, "rl")
+    for _ in range(3):
+        assert http.post("/v1/ladders/rl/matches", json=MATCH, headers=writer).status_code == 201
+    counts = table_counts(database_url)
+    refused = http.post("/v1/ladders/rl/matches", json=MATCH, headers=writer)
+    assert refused.status_code == 429
+    assert refused.headers["content-type"] == "application/problem+json"
+    assert int(refused.headers["retry-after"]) >= 1
+    assert refused.json()["status"] == 429 and "rate" in refused.json()["detail"]
+    assert table_counts(database_url) == counts
+    # Another key from the same address has its own bucket; probes are never limited.
+    assert http.get("/v1/ladders/rl", headers=admin).status_code == 200
+    for _ in range(5):
+        assert http.get("/healthz").status_code == 200
+    # Anonymous reads are counted per address.
+    for _ in range(3):
+        assert http.get("/v1/ladders/rl/leaderboard").status_code == 200
+    assert http.get("/v1/ladders/rl/leaderboard").status_code == 429
+    other = limited(("203.0.113.8", 5000))
+    assert other.get("/v1/ladders/rl/leaderboard").status_code == 200
+
+
+def test_loopback_clients_are_not_limited_unless_configured(
+    limited: Callable[[tuple[str, int]], TestClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    local = limited(("127.0.0.1", 5000))
+    assert {local.get("/v1/ladders").status_code for _ in range(10)} == {200}
+    v6 = limited(("::1", 5000))
+    assert {v6.get("/v1/ladders").status_code for _ in range(10)} == {200}
+
+    monkeypatch.setenv("RATINGS_RATE_LIMIT_LOOPBACK", "true")
+    from app.main import create_app
+
+    with TestClient(create_app(), client=("127.0.0.1", 5000)) as strict:
+        codes = [strict.get("/v1/ladders").status_code for _ in range(4)]
+    assert codes == [200, 200, 200, 429]
+
+
+def test_off_by_default(app_client: TestClient) -> None:
+    assert {app_client.get("/v1/ladders").status_code for _ in range(50)} == {200}
