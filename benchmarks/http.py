@@ -1,0 +1,963 @@
+"""HTTP benchmark: the service over loopback, against a minimal FastAPI app as the ceiling.
+
+    .venv/bin/python benchmarks/http.py [--quick] [--databases sqlite,postgresql]
+        [--workers 1,2] [--connections 16] [--seed-via auto|batch|insert]
+        [--postgres postgresql://postgres@127.0.0.1:5432] [--format table|markdown]
+
+For each database (a fresh SQLite file; a fresh PostgreSQL database made on the server
+given by ``--postgres`` and dropped afterwards) and each worker count, ``ratings serve``
+runs as a subprocess on a free loopback port. A client process (asyncio and httpx,
+``--connections`` keep-alive connections) drives it and measures every request:
+
+- single-match POSTs: 1 v 1, 4 v 4 and an 8-player free-for-all, players drawn from a pool
+  of 10,000 with Zipf-like repeats (a few players play much more often than most);
+- batch ingest (``POST .../matches/batch``) when the route exists, skipped otherwise;
+- on a ladder of 1,000,000 rated players (100,000 with ``--quick``), seeded through the
+  batch route when present (``--seed-via auto``) or else with one bulk INSERT of rating
+  rows: the leaderboard's first page, a deep keyset page (a cursor at a random rank in
+  the lower half), a player with rank, and the quality of random 4 v 4 teams.
+
+The ceiling is a minimal FastAPI app (``CEILING_SOURCE`` below) served the same way by
+uvicorn, which parses the same match body with the same pydantic schema (``MatchCreate``)
+and answers without a database. Every figure is also printed as a ratio of its rate to the
+ceiling's rate for the same worker count (for reads, to the 1 v 1 ceiling). After each run
+the peak resident memory (``VmHWM``) and the current one (``VmRSS``) of every worker
+process is read from ``/proc``.
+
+The client is Python too and shares the machine's cores with the server and the database,
+so the ceiling row is also the client's own limit: read the ratios, not only the rates.
+The CPU columns are the CPU time the server's workers, and the PostgreSQL backends
+serving them, spent per request (per match for batches) during the timed requests: on a
+shared machine they move far less with the load than rates and latencies do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import math
+import os
+import platform
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# This file shares its name with the standard library's ``http`` package, which httpx and
+# uvicorn import (lazily, below): its own folder must not shadow that on the import path.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+ROOT = _HERE.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+#: The ceiling: FastAPI parsing the match body with the service's own schema, no database.
+CEILING_SOURCE = """\
+from fastapi import FastAPI, Response
+
+from app.schemas import MatchCreate
+
+app = FastAPI()
+
+
+@app.post("/v1/ladders/{ladder}/matches", status_code=201)
+def record_match(ladder: str, body: MatchCreate) -> Response:
+    return Response(content=b'{"ok":true}', status_code=201, media_type="application/json")
+
+
+@app.get("/healthz")
+def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+"""
+
+POOL = 10_000
+#: Zipf exponent of the player pool: the most active player plays ~1,000 times as often
+#: as the least active one.
+ZIPF_S = 0.75
+MODES = {"1v1": (2, 1), "4v4": (2, 4), "ffa8": (8, 1)}
+BIG_LADDER = "bench-big"
+
+
+# -- the client process -----------------------------------------------------------------------
+
+
+def _percentile(sorted_values: list[float], q: float) -> float:
+    if not sorted_values:
+        return math.nan
+    index = min(len(sorted_values) - 1, max(0, math.ceil(q * len(sorted_values)) - 1))
+    return sorted_values[index]
+
+
+async def _drive(spec: dict[str, Any]) -> dict[str, Any]:
+    import httpx
+
+    connections = int(spec["connections"])
+    headers = {"Authorization": f"Bearer {spec['key']}", "Content-Type": "application/json"}
+    latencies: list[float] = []
+    statuses: Counter[int] = Counter()
+    sample_error = ""
+    # One client per connection: httpx's pool serialises a lot of bookkeeping across the
+    # connections of one client, which halves the rate at 16 connections.
+    clients = [
+        httpx.AsyncClient(
+            base_url=spec["base_url"],
+            headers=headers,
+            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
+            timeout=120.0,
+        )
+        for _ in range(connections)
+    ]
+
+    async def run(requests: list[list[Any]], timed: bool) -> None:
+        iterator = iter(requests)
+
+        async def worker(client: httpx.AsyncClient) -> None:
+            nonlocal sample_error
+            for method, path, body in iterator:
+                content = body.encode() if body is not None else None
+                started = time.perf_counter()
+                response = await client.request(method, path, content=content)
+                elapsed = time.perf_counter() - started
+                if timed:
+                    latencies.append(elapsed)
+                    statuses[response.status_code] += 1
+                if response.status_code >= 300 and not sample_error:
+                    sample_error = f"{response.status_code} {response.text[:300]}"
+
+        await asyncio.gather(*(worker(client) for client in clients))
+
+    try:
+        await run(spec["warmup"], timed=False)
+        started = time.perf_counter()
+        await run(spec["requests"], timed=True)
+        wall = time.perf_counter() - started
+    finally:
+        for client in clients:
+            await client.aclose()
+    latencies.sort()
+    return {
+        "count": len(latencies),
+        "wall": wall,
+        "p50": _percentile(latencies, 0.50),
+        "p95": _percentile(latencies, 0.95),
+        "p99": _percentile(latencies, 0.99),
+        "statuses": {str(k): v for k, v in statuses.items()},
+        "error": sample_error,
+    }
+
+
+def client_main() -> int:
+    spec = json.load(sys.stdin)
+    json.dump(asyncio.run(_drive(spec)), sys.stdout)
+    return 0
+
+
+# -- servers ----------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as handle:
+                found.extend(int(child) for child in handle.read().split())
+    return found
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return handle.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _memory_kb(pid: int) -> tuple[int, int]:
+    hwm = rss = 0
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/status") as handle:
+        for line in handle:
+            if line.startswith("VmHWM:"):
+                hwm = int(line.split()[1])
+            elif line.startswith("VmRSS:"):
+                rss = int(line.split()[1])
+    return hwm, rss
+
+
+@dataclass
+class Server:
+    """A uvicorn server subprocess (one process, or a supervisor with worker children)."""
+
+    command: list[str]
+    env: dict[str, str]
+    port: int
+    workers: int
+    log: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        import httpx
+
+        with open(self.log, "ab") as log:
+            self.process = subprocess.Popen(
+                self.command, env=self.env, cwd=ROOT, stdout=log, stderr=log
+            )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"server exited: see {self.log}\n{self.log.read_text()[-2000:]}")
+            try:
+                healthy = httpx.get(self.base_url + "/healthz", timeout=1).status_code == 200
+                if healthy and len(self.worker_pids()) >= self.workers:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError(f"server did not start: see {self.log}")
+
+    def worker_pids(self) -> list[int]:
+        assert self.process is not None
+        if self.workers == 1:
+            return [self.process.pid]
+        return [
+            pid for pid in _children(self.process.pid) if "resource_tracker" not in _cmdline(pid)
+        ]
+
+    def memory(self) -> list[tuple[int, int]]:
+        return [_memory_kb(pid) for pid in self.worker_pids()]
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def service_server(url: str, port: int, workers: int, log: Path) -> Server:
+    env = dict(os.environ)
+    env.update(
+        RATINGS_DATABASE_URL=url,
+        RATINGS_LOG_LEVEL="warning",
+        RATINGS_HOST="127.0.0.1",
+    )
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    command = [
+        str(Path(sys.executable).with_name("ratings")),
+        "serve",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+    ]
+    return Server(command=command, env=env, port=port, workers=workers, log=log)
+
+
+def ceiling_server(directory: Path, port: int, workers: int, log: Path) -> Server:
+    (directory / "ratings_ceiling.py").write_text(CEILING_SOURCE)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(directory), str(ROOT)])
+    command = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "ratings_ceiling:app",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        "--log-level",
+        "warning",
+    ]
+    return Server(command=command, env=env, port=port, workers=workers, log=log)
+
+
+# -- workloads --------------------------------------------------------------------------------
+
+
+class Zipf:
+    """Player indices 0..n-1 drawn with probability proportional to 1 / (i + 1) ** s."""
+
+    def __init__(self, n: int, s: float, rng: random.Random) -> None:
+        weights = [1.0 / (i + 1) ** s for i in range(n)]
+        total = 0.0
+        self.cumulative = []
+        for weight in weights:
+            total += weight
+            self.cumulative.append(total)
+        self.n = n
+        self.rng = rng
+
+    def distinct(self, k: int) -> list[int]:
+        import bisect
+
+        chosen: list[int] = []
+        while len(chosen) < k:
+            x = self.rng.random() * self.cumulative[-1]
+            index = min(bisect.bisect_left(self.cumulative, x), self.n - 1)
+            if index not in chosen:
+                chosen.append(index)
+        return chosen
+
+
+def match_bodies(mode: str, count: int, prefix: str, seed: int) -> list[dict[str, Any]]:
+    teams_n, size = MODES[mode]
+    rng = random.Random(seed)
+    zipf = Zipf(POOL, ZIPF_S, rng)
+    bodies = []
+    for n in range(count):
+        players = [f"p{index:05d}" for index in zipf.distinct(teams_n * size)]
+        teams = [players[j * size : (j + 1) * size] for j in range(teams_n)]
+        ranks = list(range(1, teams_n + 1))
+        rng.shuffle(ranks)
+        bodies.append({"match_id": f"{prefix}-{n}", "teams": teams, "ranks": ranks})
+    return bodies
+
+
+def post_requests(path: str, bodies: list[dict[str, Any]]) -> list[list[Any]]:
+    return [["POST", path, json.dumps(body, separators=(",", ":"))] for body in bodies]
+
+
+# -- databases and seeding --------------------------------------------------------------------
+
+
+def create_postgres(server: str, name: str) -> str:
+    import psycopg
+
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        connection.execute(f'CREATE DATABASE "{name}"')
+    return f"{server}/{name}"
+
+
+def drop_postgres(server: str, name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def prepare_database(url: str) -> str:
+    """Migrate ``url`` to head and make an admin key; returns the key."""
+    from app import auth
+    from app.db import dispose_engines, get_engine, session_factory, upgrade
+
+    upgrade(url)
+    session = session_factory(get_engine(url))()
+    try:
+        key = auth.create_key(session, name="bench", scope="admin").key
+        session.commit()
+    finally:
+        session.close()
+        dispose_engines()
+    return key
+
+
+def big_ratings(n: int, seed: int) -> Iterator[tuple[str, float, float, float]]:
+    rng = random.Random(seed)
+    for i in range(n):
+        mu = rng.gauss(25.0, 5.0)
+        sigma = rng.uniform(1.0, 25.0 / 3.0)
+        yield f"q{i:07d}", mu, sigma, mu - 3.0 * sigma
+
+
+def seed_by_insert(url: str, n: int, seed: int) -> None:
+    """Rating rows straight into ``ratings`` (COPY on PostgreSQL, one executemany on SQLite)."""
+    from datetime import UTC, datetime
+
+    now = datetime.now(UTC)
+    if url.startswith("sqlite"):
+        import sqlite3
+
+        path = url.split("///", 1)[1]
+        connection = sqlite3.connect(path)
+        with connection:
+            connection.executemany(
+                "INSERT INTO ratings (ladder_id, player_id, mu, sigma, conservative, matches,"
+                " last_played_at, updated_at) VALUES (?, ?, ?, ?, ?, 1, ?, ?)",
+                (
+                    (BIG_LADDER, pid, mu, sigma, cons, now.isoformat(), now.isoformat())
+                    for pid, mu, sigma, cons in big_ratings(n, seed)
+                ),
+            )
+        connection.execute("ANALYZE")
+        connection.close()
+        return
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as connection:
+        with (
+            connection.cursor() as cursor,
+            cursor.copy(
+                "COPY ratings (ladder_id, player_id, mu, sigma, conservative, matches,"
+                " last_played_at, updated_at) FROM STDIN"
+            ) as copy,
+        ):
+            for pid, mu, sigma, cons in big_ratings(n, seed):
+                copy.write_row((BIG_LADDER, pid, mu, sigma, cons, 1, now, now))
+        # What autovacuum would do soon after a load this size: statistics and the
+        # visibility map that index-only scans rely on.
+        connection.execute("VACUUM ANALYZE ratings")
+
+
+def seed_by_batch(base_url: str, key: str, n: int, seed: int, batch: int) -> None:
+    """Free-for-alls of 8 new players each through the batch route, ``batch`` per request."""
+    import httpx
+
+    rng = random.Random(seed)
+    headers = {"Authorization": f"Bearer {key}"}
+    path = f"/v1/ladders/{BIG_LADDER}/matches/batch"
+    with httpx.Client(base_url=base_url, headers=headers, timeout=600) as client:
+        player = 0
+        number = 0
+        while player < n:
+            matches = []
+            while player < n and len(matches) < batch:
+                size = min(8, n - player)
+                if size < 2:
+                    size = 2
+                    player -= 1
+                teams = [[f"q{player + j:07d}"] for j in range(size)]
+                player += size
+                ranks = list(range(1, size + 1))
+                rng.shuffle(ranks)
+                matches.append({"match_id": f"seed-{number}", "teams": teams, "ranks": ranks})
+                number += 1
+            response = client.post(path, json={"matches": matches})
+            if response.status_code != 201:
+                raise RuntimeError(f"batch seeding: {response.status_code} {response.text[:300]}")
+
+
+def deep_cursors(url: str, n: int, count: int, seed: int) -> list[str]:
+    """Cursors after random ranks in the lower half of the big ladder.
+
+    The cursor is opaque to clients; the benchmark builds it with the service's own encoder
+    from the row at that rank, instead of walking hundreds of pages to get there.
+    """
+    from sqlalchemy import create_engine, text
+
+    from app.db import normalize_url
+    from app.services import encode_cursor
+
+    rng = random.Random(seed)
+    engine = create_engine(normalize_url(url))
+    cursors = []
+    try:
+        with engine.connect() as connection:
+            for _ in range(count):
+                offset = rng.randrange(n // 2, n - 100)
+                row = connection.execute(
+                    text(
+                        "SELECT conservative, player_id FROM ratings WHERE ladder_id = :ladder"
+                        " ORDER BY conservative DESC, player_id LIMIT 1 OFFSET :offset"
+                    ),
+                    {"ladder": BIG_LADDER, "offset": offset},
+                ).one()
+                cursors.append(encode_cursor([row[0], row[1]]))
+    finally:
+        engine.dispose()
+    return cursors
+
+
+# -- one measured case ------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    database: str
+    workers: int
+    case: str
+    count: int = 0
+    rate: float = math.nan
+    unit: str = "req/s"
+    p50: float = math.nan
+    p95: float = math.nan
+    p99: float = math.nan
+    ratio: float = math.nan
+    server_cpu: float = math.nan
+    db_cpu: float = math.nan
+    note: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _client(
+    base_url: str, key: str, connections: int, warmup: list[list[Any]], requests: list[list[Any]]
+) -> dict[str, Any]:
+    spec = {
+        "base_url": base_url,
+        "key": key,
+        "connections": connections,
+        "warmup": warmup,
+        "requests": requests,
+    }
+    done = subprocess.run(
+        [sys.executable, __file__, "--client"],
+        input=json.dumps(spec).encode(),
+        capture_output=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"client failed: {done.stderr.decode()[-2000:]}")
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def cpu_seconds(pids: list[int]) -> dict[int, float]:
+    """User plus system CPU time of each of the processes ``pids`` so far."""
+    seconds = {}
+    for pid in pids:
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+            seconds[pid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return seconds
+
+
+def cpu_delta(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU time spent between two readings; a process new in ``after`` started from zero
+    (one that ended between them is not counted)."""
+    return sum(t - before.get(pid, 0.0) for pid, t in after.items())
+
+
+def postgres_backends(url: str | None) -> list[int]:
+    """The server processes serving connections to the database of ``url`` (not this one)."""
+    if url is None or not url.startswith("postgresql"):
+        return []
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as connection:
+        rows = connection.execute(
+            "SELECT pid FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchall()
+    return [int(row[0]) for row in rows]
+
+
+def measure(
+    server: Server,
+    key: str,
+    connections: int,
+    warmup: list[list[Any]],
+    requests: list[list[Any]],
+    database_url: str | None = None,
+) -> dict[str, Any]:
+    """Run ``warmup`` untimed, then ``requests`` timed, with the CPU time the server's
+    workers (and the PostgreSQL backends of ``database_url``) spent on them."""
+    if warmup:
+        _client(server.base_url, key, connections, warmup, [])
+    workers = server.worker_pids()
+    server_before = cpu_seconds(workers)
+    db_before = cpu_seconds(postgres_backends(database_url))
+    result = _client(server.base_url, key, connections, [], requests)
+    result["server_cpu"] = cpu_delta(server_before, cpu_seconds(workers))
+    db_after = cpu_seconds(postgres_backends(database_url))
+    result["db_cpu"] = cpu_delta(db_before, db_after) if database_url else math.nan
+    return result
+
+
+def to_row(database: str, workers: int, case: str, result: dict[str, Any], per: int = 1) -> Row:
+    ok = sum(v for k, v in result["statuses"].items() if k.startswith("2"))
+    note = ""
+    if ok != result["count"]:
+        note = f"{result['count'] - ok} failed: {result['error'][:120]}"
+    return Row(
+        database=database,
+        workers=workers,
+        case=case,
+        count=result["count"] * per,
+        rate=result["count"] * per / result["wall"],
+        unit="matches/s" if per > 1 or case.startswith("POST match") else "req/s",
+        p50=result["p50"] * 1000,
+        p95=result["p95"] * 1000,
+        p99=result["p99"] * 1000,
+        server_cpu=result["server_cpu"] * 1000 / (result["count"] * per),
+        db_cpu=result["db_cpu"] * 1000 / (result["count"] * per),
+        note=note,
+    )
+
+
+def progress(row: Row) -> None:
+    """One finished row on stderr, so a long run shows where it is."""
+    print(
+        f"{row.database} x{row.workers} {row.case}: {row.rate:,.0f} {row.unit}, "
+        f"p99 {row.p99:.1f} ms, server CPU {row.server_cpu:.2f} ms {row.note}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def _exit_on_sigterm(_signum: int, _frame: object) -> None:
+    # Runs the ``finally`` blocks: the servers are stopped, the databases dropped.
+    raise SystemExit(143)
+
+
+def loadavg() -> str:
+    try:
+        with open("/proc/loadavg") as handle:
+            return " ".join(handle.read().split()[:3])
+    except OSError:
+        return "?"
+
+
+# -- the run ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    matches: int
+    warmup: int
+    batch_matches: int
+    batch_size: int
+    reads: int
+    players: int
+
+
+def ceiling_rows(
+    args: argparse.Namespace, plan: Plan, workdir: Path, bodies: dict[str, list[Any]]
+) -> dict[tuple[int, str], Row]:
+    rows: dict[tuple[int, str], Row] = {}
+    for workers in args.workers:
+        server = ceiling_server(workdir, free_port(), workers, workdir / "ceiling.log")
+        server.start()
+        try:
+            for mode in MODES:
+                path = "/v1/ladders/ceiling/matches"
+                result = measure(
+                    server,
+                    "none",
+                    args.connections,
+                    post_requests(path, bodies[mode][: plan.warmup]),
+                    post_requests(path, bodies[mode][plan.warmup : plan.warmup + plan.matches]),
+                )
+                row = to_row("none", workers, f"ceiling POST {mode}", result)
+                row.ratio = 1.0
+                rows[(workers, mode)] = row
+                progress(row)
+            memory = server.memory()
+        finally:
+            server.stop()
+        rows[(workers, "1v1")].extra["memory"] = memory
+    return rows
+
+
+def service_rows(
+    args: argparse.Namespace,
+    plan: Plan,
+    workdir: Path,
+    database: str,
+    url: str,
+    bodies: dict[str, list[Any]],
+    ceiling: dict[tuple[int, str], Row],
+) -> list[Row]:
+    import httpx
+
+    rows: list[Row] = []
+    db_url = url if database == "postgresql" else None
+    key = prepare_database(url)
+    seeded_via = ""
+    cursors: list[str] = []
+    for workers in args.workers:
+        server = service_server(url, free_port(), workers, workdir / f"{database}-{workers}.log")
+        server.start()
+        try:
+            admin = httpx.Client(
+                base_url=server.base_url, headers={"Authorization": f"Bearer {key}"}, timeout=60
+            )
+            ladders = [f"w{workers}-{mode}" for mode in MODES] + [
+                f"w{workers}-batch",
+                BIG_LADDER,
+            ]
+            for ladder in ladders:
+                response = admin.post("/v1/ladders", json={"id": ladder, "algorithm": "trueskill"})
+                assert response.status_code in (200, 201), response.text
+            has_batch = admin.post(
+                f"/v1/ladders/w{workers}-batch/matches/batch", json={"matches": []}
+            ).status_code not in (404, 405)
+
+            if not seeded_via:
+                started = time.perf_counter()
+                use_batch = args.seed_via == "batch" or (args.seed_via == "auto" and has_batch)
+                if use_batch:
+                    seed_by_batch(server.base_url, key, plan.players, args.seed, 1000)
+                    seeded_via = "batch route"
+                else:
+                    seed_by_insert(url, plan.players, args.seed)
+                    seeded_via = "bulk INSERT"
+                seeded_via += f", {time.perf_counter() - started:.0f} s"
+                cursors = deep_cursors(url, plan.players, 50, args.seed)
+
+            for mode in MODES:
+                path = f"/v1/ladders/w{workers}-{mode}/matches"
+                result = measure(
+                    server,
+                    key,
+                    args.connections,
+                    post_requests(path, bodies[mode][: plan.warmup]),
+                    post_requests(path, bodies[mode][plan.warmup : plan.warmup + plan.matches]),
+                    db_url,
+                )
+                row = to_row(database, workers, f"POST match {mode}", result)
+                row.ratio = row.rate / ceiling[(workers, mode)].rate
+                rows.append(row)
+                progress(row)
+
+            if has_batch:
+                batches = [
+                    bodies["ffa8"][i : i + plan.batch_size]
+                    for i in range(0, plan.batch_matches, plan.batch_size)
+                ]
+                requests = [
+                    [
+                        "POST",
+                        f"/v1/ladders/w{workers}-batch/matches/batch",
+                        json.dumps({"matches": batch}, separators=(",", ":")),
+                    ]
+                    for batch in batches
+                ]
+                result = measure(server, key, args.connections, [], requests, db_url)
+                row = to_row(
+                    database,
+                    workers,
+                    f"POST batch ffa8 x{plan.batch_size}",
+                    result,
+                    per=plan.batch_size,
+                )
+                row.ratio = row.rate / ceiling[(workers, "ffa8")].rate
+                rows.append(row)
+                progress(row)
+            else:
+                rows.append(
+                    Row(database, workers, "POST batch", note="skipped: no batch route yet")
+                )
+
+            rng = random.Random(args.seed + workers)
+            big = f"/v1/ladders/{BIG_LADDER}"
+            n = plan.players
+            reads: dict[str, list[list[Any]]] = {
+                "GET leaderboard first page": [
+                    ["GET", f"{big}/leaderboard?limit=50", None] for _ in range(plan.reads)
+                ],
+                "GET leaderboard deep page": [
+                    ["GET", f"{big}/leaderboard?limit=50&cursor={rng.choice(cursors)}", None]
+                    for _ in range(plan.reads)
+                ],
+                "GET player with rank": [
+                    ["GET", f"{big}/players/q{rng.randrange(n):07d}", None]
+                    for _ in range(plan.reads)
+                ],
+                "POST quality 4v4": [
+                    [
+                        "POST",
+                        f"{big}/quality",
+                        json.dumps(
+                            {
+                                "teams": [
+                                    [f"q{i:07d}" for i in team]
+                                    for team in (lambda s: [s[:4], s[4:]])(rng.sample(range(n), 8))
+                                ]
+                            }
+                        ),
+                    ]
+                    for _ in range(plan.reads)
+                ],
+            }
+            for case, requests in reads.items():
+                warm = requests[: max(16, len(requests) // 10)]
+                result = measure(server, key, args.connections, warm, requests, db_url)
+                row = to_row(database, workers, f"{case} ({n:,} players)", result)
+                row.ratio = row.rate / ceiling[(workers, "1v1")].rate
+                rows.append(row)
+                progress(row)
+            admin.close()
+            memory = server.memory()
+        finally:
+            server.stop()
+        rows[-1].extra["memory"] = memory
+        rows[-1].extra["seeded_via"] = seeded_via
+    return rows
+
+
+def format_table(rows: list[Row], markdown: bool) -> str:
+    header = [
+        "database",
+        "workers",
+        "case",
+        "count",
+        "rate",
+        "p50 ms",
+        "p95 ms",
+        "p99 ms",
+        "x ceiling",
+        "server CPU ms",
+        "db CPU ms",
+        "note",
+    ]
+    lines = []
+    body = []
+    for row in rows:
+        body.append(
+            [
+                row.database,
+                str(row.workers),
+                row.case,
+                f"{row.count:,}" if row.count else "-",
+                f"{row.rate:,.0f} {row.unit}" if not math.isnan(row.rate) else "-",
+                f"{row.p50:.1f}" if not math.isnan(row.p50) else "-",
+                f"{row.p95:.1f}" if not math.isnan(row.p95) else "-",
+                f"{row.p99:.1f}" if not math.isnan(row.p99) else "-",
+                f"{row.ratio:.2f}" if not math.isnan(row.ratio) else "-",
+                f"{row.server_cpu:.2f}" if not math.isnan(row.server_cpu) else "-",
+                f"{row.db_cpu:.2f}" if not math.isnan(row.db_cpu) else "-",
+                row.note,
+            ]
+        )
+    if markdown:
+        lines.append("| " + " | ".join(header) + " |")
+        lines.append("|" + "|".join("---" for _ in header) + "|")
+        lines.extend("| " + " | ".join(cells) + " |" for cells in body)
+        return "\n".join(lines)
+    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
+    for cells in [header, *body]:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip())
+    return "\n".join(lines)
+
+
+def machine() -> str:
+    memory = "?"
+    with contextlib.suppress(OSError), open("/proc/meminfo") as handle:
+        memory = f"{int(handle.readline().split()[1]) / 1024 / 1024:.1f} GiB"
+    cpu = platform.processor() or "?"
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as handle:
+        for line in handle:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    postgres = "?"
+    with contextlib.suppress(Exception):
+        postgres = subprocess.run(
+            ["psql", "--version"], capture_output=True, text=True, check=False
+        ).stdout.strip()
+    return (
+        f"{os.cpu_count()} cores ({cpu}), {memory} memory, Python {platform.python_version()}, "
+        f"{postgres}"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--client", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--quick", action="store_true", help="fewer requests, 100,000 players")
+    parser.add_argument("--databases", default="sqlite,postgresql")
+    parser.add_argument("--workers", default="1,2")
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--players", type=int, help="rated players of the big ladder")
+    parser.add_argument("--matches", type=int, help="timed single-match POSTs per mode")
+    parser.add_argument("--seed-via", choices=["auto", "batch", "insert"], default="auto")
+    parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--format", choices=["table", "markdown"], default="table")
+    args = parser.parse_args()
+    if args.client:
+        return client_main()
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    args.workers = [int(w) for w in args.workers.split(",")]
+    databases = [d for d in args.databases.split(",") if d]
+
+    if args.quick:
+        plan = Plan(
+            matches=2000, warmup=200, batch_matches=2000, batch_size=100, reads=500, players=100_000
+        )
+    else:
+        plan = Plan(
+            matches=3000,
+            warmup=300,
+            batch_matches=5000,
+            batch_size=100,
+            reads=2000,
+            players=1_000_000,
+        )
+    if args.players:
+        plan.players = args.players
+    if args.matches:
+        plan.matches = args.matches
+
+    total = plan.warmup + max(plan.matches, plan.batch_matches)
+    workdir = Path(tempfile.mkdtemp(prefix="ratings-bench-http-"))
+    started = time.perf_counter()
+    load_before = loadavg()
+    rows: list[Row] = []
+    try:
+        bodies = {
+            mode: match_bodies(mode, total, f"{mode}-{args.seed}", args.seed + i)
+            for i, mode in enumerate(MODES)
+        }
+        ceiling = ceiling_rows(args, plan, workdir, bodies)
+        rows.extend(ceiling[(w, mode)] for w in args.workers for mode in MODES)
+        for database in databases:
+            if database == "sqlite":
+                url = f"sqlite:///{workdir / 'ratings.db'}"
+                rows.extend(service_rows(args, plan, workdir, database, url, bodies, ceiling))
+            else:
+                name = f"ratings_bench_{os.getpid()}"
+                url = create_postgres(args.postgres, name)
+                try:
+                    rows.extend(service_rows(args, plan, workdir, database, url, bodies, ceiling))
+                finally:
+                    from app.db import dispose_engines
+
+                    dispose_engines()
+                    drop_postgres(args.postgres, name)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    markdown = args.format == "markdown"
+    print(format_table(rows, markdown))
+    print()
+    for row in rows:
+        if "memory" in row.extra:
+            where = "ceiling" if row.database == "none" else row.database
+            figures = ", ".join(
+                f"VmHWM {hwm / 1024:.0f} MB / VmRSS {rss / 1024:.0f} MB"
+                for hwm, rss in row.extra["memory"]
+            )
+            print(f"- memory per worker, {where}, {row.workers} worker(s): {figures}")
+        if row.extra.get("seeded_via"):
+            print(
+                f"- {row.database}: {plan.players:,} players seeded via {row.extra['seeded_via']}"
+            )
+    print(f"- machine: {machine()}")
+    print(
+        f"- load average before / after: {load_before} / {loadavg()}; "
+        f"wall time {time.perf_counter() - started:.0f} s"
+    )
+    print(f"- command: {' '.join([Path(sys.executable).name, *sys.argv])}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
