@@ -1,8 +1,10 @@
-"""The tables: ladders, player ratings, matches, participants, rating history, API keys.
+"""The tables: ladders, player ratings, matches, participants, rating history, API keys,
+and the rating buckets that give a player's leaderboard rank without counting.
 
 Alembic (``migrations/``) is the only source of the schema; these models describe it.
 Ratings are Gaussian beliefs (mu, sigma); Elo ladders keep ``sigma`` NULL. The stored
 ``conservative`` value (mu - k sigma, or mu for Elo) backs the leaderboard index.
+Database triggers on ``ratings`` (migration 0004) keep ``rating_buckets`` exact.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -67,6 +70,9 @@ class Ladder(Base):
     params: Mapped[dict[str, Any]] = mapped_column(JSON)
     description: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    #: The width of a rating bucket (a power of two), chosen once at creation from the
+    #: model's scale; it only tunes how fast ranks are found, never what they are.
+    bucket_width: Mapped[float] = mapped_column(Float, server_default=text("1.0"))
 
 
 class PlayerRating(Base):
@@ -90,6 +96,44 @@ class PlayerRating(Base):
     matches: Mapped[int] = mapped_column(Integer, default=0)
     last_played_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class RatingBucket(Base):
+    """How many of a ladder's players have a conservative rating in one bucket.
+
+    Bucket ``b`` holds the ratings c with ``floor(c / bucket_width) = b``, that is
+    ``b * width <= c < (b + 1) * width`` (clamped to +-2**53, whose buckets are open-ended).
+    Each bucket is split into a few stripes (a hash of the player id) so that concurrent
+    writers rarely update the same row; readers add the stripes up. Triggers on ``ratings``
+    maintain it; nothing else writes it.
+    """
+
+    __tablename__ = "rating_buckets"
+
+    ladder_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("ladders.id", ondelete="CASCADE"), primary_key=True
+    )
+    bucket: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    stripe: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    players: Mapped[int] = mapped_column(BigInteger)
+
+
+class RatingBucketDelta(Base):
+    """PostgreSQL: bucket changes of an open transaction, applied to ``rating_buckets`` by
+    one ordered statement when it commits (a deferred trigger), then deleted.
+
+    Taking the bucket rows' locks last, all at once and in key order, is what keeps
+    concurrent writers free of deadlocks. Unlogged: rows never outlive their transaction.
+    (SQLite, with one writer at a time, updates ``rating_buckets`` directly.)
+    """
+
+    __tablename__ = "rating_bucket_deltas"
+
+    txid: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    ladder_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    bucket: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    stripe: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    players: Mapped[int] = mapped_column(BigInteger)
 
 
 class Match(Base):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple, cast
@@ -33,7 +34,15 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from app.models import Ladder, Match, Participant, PlayerRating, RatingHistory
+from app.models import (
+    Ladder,
+    Match,
+    Participant,
+    PlayerRating,
+    RatingBucket,
+    RatingBucketDelta,
+    RatingHistory,
+)
 
 # -- ladders --------------------------------------------------------------------------------
 
@@ -346,6 +355,17 @@ def _ahead_of(conservative: float, player_id: str) -> ColumnElement[bool]:
     )
 
 
+class LeaderboardRow(NamedTuple):
+    """A leaderboard entry's columns."""
+
+    player_id: str
+    mu: float
+    sigma: float | None
+    conservative: float
+    matches: int
+    last_played_at: datetime | None
+
+
 def leaderboard(
     *,
     session: Session,
@@ -353,11 +373,19 @@ def leaderboard(
     after: tuple[float, str] | None,
     limit: int,
     min_matches: int,
-) -> list[PlayerRating]:
+) -> list[LeaderboardRow]:
     """One page of the leaderboard after the key ``after`` (an index range scan of
-    ``ix_ratings_leaderboard``)."""
+    ``ix_ratings_leaderboard``), as plain rows: a page is read, never changed, and loading
+    ORM objects (identity map, change tracking) cost more than the query itself."""
     query = (
-        select(PlayerRating)
+        select(
+            PlayerRating.player_id,
+            PlayerRating.mu,
+            PlayerRating.sigma,
+            PlayerRating.conservative,
+            PlayerRating.matches,
+            PlayerRating.last_played_at,
+        )
         .where(PlayerRating.ladder_id == ladder_id)
         .order_by(PlayerRating.conservative.desc(), PlayerRating.player_id)
         .limit(limit)
@@ -377,25 +405,73 @@ def leaderboard(
                 ),
             ),
         )
-    return list(session.scalars(query))
+    return [LeaderboardRow(*row) for row in session.execute(query)]
+
+
+#: Buckets are clamped to +-2**53 (migration 0004): the outermost two are open-ended.
+BUCKET_LIMIT = 2**53
+
+
+def rating_bucket(conservative: float, width: float) -> int:
+    """The bucket of a conservative rating: ``floor(conservative / width)`` clamped to
+    +-``BUCKET_LIMIT``, computed exactly as the triggers of migration 0004 compute it."""
+    if conservative >= width:
+        return math.floor(min(conservative, BUCKET_LIMIT * width) / width)
+    if conservative >= 0:
+        return 0
+    if conservative >= -width:
+        return -1
+    return math.floor(max(conservative, -BUCKET_LIMIT * width) / width)
 
 
 def count_ahead(
-    *, session: Session, ladder_id: str, conservative: float, player_id: str, min_matches: int
+    *,
+    session: Session,
+    ladder_id: str,
+    bucket_width: float,
+    conservative: float,
+    player_id: str,
+    min_matches: int,
 ) -> int:
-    """How many players rank ahead of the key (conservative, player_id) on the leaderboard."""
-    query = (
-        select(func.count())
-        .select_from(PlayerRating)
-        .where(
-            PlayerRating.ladder_id == ladder_id,
-            PlayerRating.conservative >= conservative,
-            _ahead_of(conservative, player_id),
-        )
-    )
+    """How many players rank ahead of the key (conservative, player_id) on the leaderboard.
+
+    ONE statement (one snapshot): the players of the buckets above the key's, from
+    ``rating_buckets``, plus those ahead of it in its own bucket, by a range scan of
+    ``ix_ratings_leaderboard`` no wider than a bucket. With ``min_matches`` the buckets do
+    not apply (they count every player): the players ahead are counted one by one.
+    """
+    ahead = _ahead_of(conservative, player_id)
     if min_matches > 0:
-        query = query.where(PlayerRating.matches >= min_matches)
-    return int(session.scalar(query) or 0)
+        query = (
+            select(func.count())
+            .select_from(PlayerRating)
+            .where(
+                PlayerRating.ladder_id == ladder_id,
+                PlayerRating.conservative >= conservative,
+                PlayerRating.matches >= min_matches,
+                ahead,
+            )
+        )
+        return int(session.scalar(query) or 0)
+    bucket = rating_bucket(conservative, bucket_width)
+    in_bucket = [PlayerRating.ladder_id == ladder_id, PlayerRating.conservative >= conservative]
+    if bucket < BUCKET_LIMIT:
+        in_bucket.append(PlayerRating.conservative < (bucket + 1) * bucket_width)
+    same_bucket = select(func.count()).select_from(PlayerRating).where(*in_bucket, ahead)
+    above = select(func.coalesce(func.sum(RatingBucket.players), 0)).where(
+        RatingBucket.ladder_id == ladder_id, RatingBucket.bucket > bucket
+    )
+    total = above.scalar_subquery() + same_bucket.scalar_subquery()
+    if _dialect(session) == "postgresql":
+        # This transaction's own changes wait in rating_bucket_deltas until it commits
+        # (a seeded player's rank is read in the transaction that seeds it).
+        pending = select(func.coalesce(func.sum(RatingBucketDelta.players), 0)).where(
+            RatingBucketDelta.txid == func.txid_current_if_assigned(),
+            RatingBucketDelta.ladder_id == ladder_id,
+            RatingBucketDelta.bucket > bucket,
+        )
+        total = total + pending.scalar_subquery()
+    return int(session.scalar(select(total)) or 0)
 
 
 # -- matches and history --------------------------------------------------------------------

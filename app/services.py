@@ -174,6 +174,25 @@ def _probe(model: RatingModel) -> None:
         ) from None
 
 
+#: Rating buckets per prior sigma (TrueSkill, Plackett-Luce) and per Elo scale: at a
+#: million players the fullest bucket holds a few thousand and the ladder a few hundred
+#: buckets (measured with ``benchmarks/http.py``).
+BUCKETS_PER_SIGMA = 32.0
+BUCKETS_PER_ELO_SCALE = 128.0
+
+
+def bucket_width(algorithm: str, params: Mapping[str, float | str]) -> float:
+    """The width of a new ladder's rating buckets (``rating_buckets``): a power of two, so
+    dividing by it and its multiples are exact. It only tunes how fast a rank is found."""
+    if algorithm in BAYESIAN:
+        scale, per = params.get("sigma", 25.0 / 3.0), BUCKETS_PER_SIGMA
+    else:
+        scale, per = params.get("scale", 400.0), BUCKETS_PER_ELO_SCALE
+    if isinstance(scale, str) or not (math.isfinite(scale) and scale > 0):
+        return 1.0
+    return 2.0 ** min(max(round(math.log2(scale / per)), -40), 40)
+
+
 def create_ladder(*, session: Session, body: LadderCreate, now: datetime) -> tuple[LadderOut, bool]:
     """Create the ladder, or find the identical one. Returns (ladder, created)."""
     params = full_params(body.algorithm, body.params)
@@ -185,6 +204,7 @@ def create_ladder(*, session: Session, body: LadderCreate, now: datetime) -> tup
             params=params,
             description=body.description,
             created_at=now,
+            bucket_width=bucket_width(body.algorithm, params),
         )
         try:
             repositories.add_ladder(session=session, ladder=ladder)
@@ -396,17 +416,20 @@ def leaderboard(
         first_rank += repositories.count_ahead(
             session=session,
             ladder_id=ladder.id,
+            bucket_width=ladder.bucket_width,
             conservative=rows[0].conservative,
             player_id=rows[0].player_id,
             min_matches=min_matches,
         )
-    config = ladder_config(ladder)
+    bayesian = ladder.algorithm in BAYESIAN
+    # Typed values from the database: constructed without validating them again, which
+    # cost a first page more CPU time than reading its rows.
     entries = [
-        LeaderboardEntry(
+        LeaderboardEntry.model_construct(
             rank=first_rank + n,
             player_id=row.player_id,
             mu=row.mu,
-            sigma=row.sigma if config.bayesian else None,
+            sigma=row.sigma if bayesian else None,
             conservative=row.conservative,
             matches=row.matches,
             last_played_at=utc(row.last_played_at) if row.last_played_at else None,
@@ -421,6 +444,7 @@ def _player_view(*, session: Session, ladder: Ladder, row: PlayerRating) -> Play
     ahead = repositories.count_ahead(
         session=session,
         ladder_id=ladder.id,
+        bucket_width=ladder.bucket_width,
         conservative=row.conservative,
         player_id=row.player_id,
         min_matches=0,

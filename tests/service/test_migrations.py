@@ -9,7 +9,16 @@ from sqlalchemy import inspect, text
 from app.db import downgrade, get_engine, schema_is_current, upgrade
 from app.models import Base
 
-TABLES = {"api_keys", "ladders", "ratings", "matches", "participants", "rating_history"}
+TABLES = {
+    "api_keys",
+    "ladders",
+    "ratings",
+    "rating_buckets",
+    "rating_bucket_deltas",
+    "matches",
+    "participants",
+    "rating_history",
+}
 
 
 def _tables(url: str) -> set[str]:
