@@ -8,6 +8,7 @@ import json
 import math
 from collections.abc import Sequence
 from datetime import datetime
+from functools import cache
 from typing import Any, NamedTuple, cast
 
 from sqlalchemy import (
@@ -33,6 +34,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.expression import Executable
 
 from app.models import (
     Ladder,
@@ -347,14 +349,6 @@ def lock_rating(*, session: Session, ladder_id: str, player_id: str) -> PlayerRa
     return lock_ratings(session=session, ladder_id=ladder_id, player_ids=[player_id]).get(player_id)
 
 
-def _ahead_of(conservative: float, player_id: str) -> ColumnElement[bool]:
-    """Leaderboard order: conservative rating descending, then player id ascending."""
-    return or_(
-        PlayerRating.conservative > conservative,
-        and_(PlayerRating.conservative == conservative, PlayerRating.player_id < player_id),
-    )
-
-
 class LeaderboardRow(NamedTuple):
     """A leaderboard entry's columns."""
 
@@ -364,6 +358,56 @@ class LeaderboardRow(NamedTuple):
     conservative: float
     matches: int
     last_played_at: datetime | None
+
+
+# The leaderboard and rank statements are built once, with bound parameters: building
+# them per request cost more CPU time than running them.
+_LADDER = bindparam("ladder_id", type_=String)
+_KEY_RATING = bindparam("conservative", type_=Float)
+_KEY_PLAYER = bindparam("player_id", type_=String)
+_MIN_MATCHES = bindparam("min_matches", type_=Integer)
+
+
+def _ahead_of_key() -> ColumnElement[bool]:
+    """Leaderboard order: conservative rating descending, then player id ascending. The
+    first condition bounds the index range; the second breaks ties."""
+    return and_(
+        PlayerRating.conservative >= _KEY_RATING,
+        or_(
+            PlayerRating.conservative > _KEY_RATING,
+            and_(PlayerRating.conservative == _KEY_RATING, PlayerRating.player_id < _KEY_PLAYER),
+        ),
+    )
+
+
+@cache
+def _leaderboard_statement(after: bool, qualified: bool) -> Executable:
+    query = (
+        select(
+            PlayerRating.player_id,
+            PlayerRating.mu,
+            PlayerRating.sigma,
+            PlayerRating.conservative,
+            PlayerRating.matches,
+            PlayerRating.last_played_at,
+        )
+        .where(PlayerRating.ladder_id == _LADDER)
+        .order_by(PlayerRating.conservative.desc(), PlayerRating.player_id)
+        .limit(bindparam("limit", type_=Integer))
+    )
+    if qualified:
+        query = query.where(PlayerRating.matches >= _MIN_MATCHES)
+    if after:
+        query = query.where(
+            PlayerRating.conservative <= _KEY_RATING,
+            or_(
+                PlayerRating.conservative < _KEY_RATING,
+                and_(
+                    PlayerRating.conservative == _KEY_RATING, PlayerRating.player_id > _KEY_PLAYER
+                ),
+            ),
+        )
+    return query
 
 
 def leaderboard(
@@ -377,35 +421,13 @@ def leaderboard(
     """One page of the leaderboard after the key ``after`` (an index range scan of
     ``ix_ratings_leaderboard``), as plain rows: a page is read, never changed, and loading
     ORM objects (identity map, change tracking) cost more than the query itself."""
-    query = (
-        select(
-            PlayerRating.player_id,
-            PlayerRating.mu,
-            PlayerRating.sigma,
-            PlayerRating.conservative,
-            PlayerRating.matches,
-            PlayerRating.last_played_at,
-        )
-        .where(PlayerRating.ladder_id == ladder_id)
-        .order_by(PlayerRating.conservative.desc(), PlayerRating.player_id)
-        .limit(limit)
-    )
+    parameters: dict[str, Any] = {"ladder_id": ladder_id, "limit": limit}
     if min_matches > 0:
-        query = query.where(PlayerRating.matches >= min_matches)
+        parameters["min_matches"] = min_matches
     if after is not None:
-        conservative, player_id = after
-        query = query.where(
-            # The first condition bounds the index range; the second breaks ties.
-            PlayerRating.conservative <= conservative,
-            or_(
-                PlayerRating.conservative < conservative,
-                and_(
-                    PlayerRating.conservative == conservative,
-                    PlayerRating.player_id > player_id,
-                ),
-            ),
-        )
-    return [LeaderboardRow(*row) for row in session.execute(query)]
+        parameters["conservative"], parameters["player_id"] = after
+    query = _leaderboard_statement(after is not None, min_matches > 0)
+    return [LeaderboardRow(*row) for row in session.execute(query, parameters)]
 
 
 #: Buckets are clamped to +-2**53 (migration 0004): the outermost two are open-ended.
@@ -424,6 +446,45 @@ def rating_bucket(conservative: float, width: float) -> int:
     return math.floor(max(conservative, -BUCKET_LIMIT * width) / width)
 
 
+@cache
+def _count_ahead_statement(dialect: str, qualified: bool) -> Executable:
+    if qualified:
+        # The buckets count every player: those with enough matches are counted one by one.
+        return (
+            select(func.count())
+            .select_from(PlayerRating)
+            .where(
+                PlayerRating.ladder_id == _LADDER,
+                PlayerRating.matches >= _MIN_MATCHES,
+                _ahead_of_key(),
+            )
+        )
+    bucket = bindparam("bucket", type_=BigInteger)
+    in_bucket = (
+        select(func.count())
+        .select_from(PlayerRating)
+        .where(
+            PlayerRating.ladder_id == _LADDER,
+            _ahead_of_key(),
+            PlayerRating.conservative < bindparam("bucket_end", type_=Float),
+        )
+    )
+    above = select(func.coalesce(func.sum(RatingBucket.players), 0)).where(
+        RatingBucket.ladder_id == _LADDER, RatingBucket.bucket > bucket
+    )
+    total = above.scalar_subquery() + in_bucket.scalar_subquery()
+    if dialect == "postgresql":
+        # This transaction's own changes wait in rating_bucket_deltas until it commits
+        # (a seeded player's rank is read in the transaction that seeds it).
+        pending = select(func.coalesce(func.sum(RatingBucketDelta.players), 0)).where(
+            RatingBucketDelta.txid == func.txid_current_if_assigned(),
+            RatingBucketDelta.ladder_id == _LADDER,
+            RatingBucketDelta.bucket > bucket,
+        )
+        total = total + pending.scalar_subquery()
+    return select(total)
+
+
 def count_ahead(
     *,
     session: Session,
@@ -440,38 +501,22 @@ def count_ahead(
     ``ix_ratings_leaderboard`` no wider than a bucket. With ``min_matches`` the buckets do
     not apply (they count every player): the players ahead are counted one by one.
     """
-    ahead = _ahead_of(conservative, player_id)
+    parameters: dict[str, Any] = {
+        "ladder_id": ladder_id,
+        "conservative": conservative,
+        "player_id": player_id,
+    }
     if min_matches > 0:
-        query = (
-            select(func.count())
-            .select_from(PlayerRating)
-            .where(
-                PlayerRating.ladder_id == ladder_id,
-                PlayerRating.conservative >= conservative,
-                PlayerRating.matches >= min_matches,
-                ahead,
-            )
+        parameters["min_matches"] = min_matches
+    else:
+        bucket = rating_bucket(conservative, bucket_width)
+        parameters["bucket"] = bucket
+        # The topmost bucket is open-ended; every stored rating is finite.
+        parameters["bucket_end"] = (
+            (bucket + 1) * bucket_width if bucket < BUCKET_LIMIT else math.inf
         )
-        return int(session.scalar(query) or 0)
-    bucket = rating_bucket(conservative, bucket_width)
-    in_bucket = [PlayerRating.ladder_id == ladder_id, PlayerRating.conservative >= conservative]
-    if bucket < BUCKET_LIMIT:
-        in_bucket.append(PlayerRating.conservative < (bucket + 1) * bucket_width)
-    same_bucket = select(func.count()).select_from(PlayerRating).where(*in_bucket, ahead)
-    above = select(func.coalesce(func.sum(RatingBucket.players), 0)).where(
-        RatingBucket.ladder_id == ladder_id, RatingBucket.bucket > bucket
-    )
-    total = above.scalar_subquery() + same_bucket.scalar_subquery()
-    if _dialect(session) == "postgresql":
-        # This transaction's own changes wait in rating_bucket_deltas until it commits
-        # (a seeded player's rank is read in the transaction that seeds it).
-        pending = select(func.coalesce(func.sum(RatingBucketDelta.players), 0)).where(
-            RatingBucketDelta.txid == func.txid_current_if_assigned(),
-            RatingBucketDelta.ladder_id == ladder_id,
-            RatingBucketDelta.bucket > bucket,
-        )
-        total = total + pending.scalar_subquery()
-    return int(session.scalar(select(total)) or 0)
+    query = _count_ahead_statement(_dialect(session), min_matches > 0)
+    return int(session.scalar(query, parameters) or 0)
 
 
 # -- matches and history --------------------------------------------------------------------
