@@ -11,7 +11,9 @@ request find its key with one indexed equality lookup instead of spending ~100 m
 password hash. The digest found is still compared with ``hmac.compare_digest``.
 
 No cache: every request reads the key row, so a revoked key is refused at once, by every
-worker and replica. Keys are never logged; only names and prefixes appear in output.
+worker and replica. Recording a match reads it in the same statement as the ladder
+(:func:`check_key`), the other routes with :func:`authenticate`. Keys are never logged;
+only names and prefixes appear in output.
 """
 
 from __future__ import annotations
@@ -27,13 +29,14 @@ from typing import Annotated
 from anyio import to_thread
 from fastapi import Depends
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from sqlalchemy import func, select, text, update
+from sqlalchemy import DateTime, bindparam, func, select, text, update
 from sqlalchemy.orm import Session
 
 from app.config import get_settings
 from app.db import get_session, is_read_only, mark_read_only, session_factory
 from app.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
 from app.models import ApiKey
+from app.repositories import KeyRow
 
 #: The scopes, weakest first; a key may do everything its scope and the weaker ones allow.
 SCOPES: tuple[str, ...] = ("read", "write", "admin")
@@ -206,23 +209,82 @@ def authenticate(session: Session, key: str) -> ApiKey | None:
 Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 
 
+def _missing(needed: str) -> Unauthorized:
+    return Unauthorized(
+        f"Authorization: this request needs a Bearer key of scope {needed} or higher",
+        headers=_CHALLENGE,
+    )
+
+
+def _unknown() -> Unauthorized:
+    return Unauthorized(
+        "Authorization: the key is unknown or revoked",
+        headers={"WWW-Authenticate": 'Bearer realm="ratings", error="invalid_token"'},
+    )
+
+
+def _too_weak(prefix: str, scope: str, needed: str) -> Forbidden:
+    return Forbidden(f"Authorization: key {prefix} has scope {scope}; {needed} needed")
+
+
 def _authorize(
     session: Session, credentials: HTTPAuthorizationCredentials | None, needed: str
 ) -> ApiKey:
     if credentials is None or not credentials.credentials:
-        raise Unauthorized(
-            f"Authorization: this request needs a Bearer key of scope {needed} or higher",
-            headers=_CHALLENGE,
-        )
+        raise _missing(needed)
     row = authenticate(session, credentials.credentials)
     if row is None:
-        raise Unauthorized(
-            "Authorization: the key is unknown or revoked",
-            headers={"WWW-Authenticate": 'Bearer realm="ratings", error="invalid_token"'},
-        )
+        raise _unknown()
     if _RANK.get(row.scope, -1) < _RANK[needed]:
-        raise Forbidden(f"Authorization: key {row.prefix} has scope {row.scope}; {needed} needed")
+        raise _too_weak(row.prefix, row.scope, needed)
     return row
+
+
+def check_key(row: KeyRow | None, digest: str, needed: str) -> KeyRow:
+    """The key row found for ``digest`` (:func:`hash_key`) allows ``needed``, or the 401 or
+    403 of :func:`authenticate` and the route guards. For routes that read the key in the
+    same statement as their own first rows (``app.recording.record_one``)."""
+    if row is None or not hmac.compare_digest(row.key_hash, digest) or row.revoked_at is not None:
+        raise _unknown()
+    if _RANK.get(row.scope, -1) < _RANK[needed]:
+        raise _too_weak(row.prefix, row.scope, needed)
+    return row
+
+
+def use_due(row: KeyRow, now: datetime) -> bool:
+    """Whether ``last_used_at`` is to be written (at most once per
+    :data:`LAST_USED_RESOLUTION` per key)."""
+    return row.last_used_at is None or now - _utc(row.last_used_at) >= LAST_USED_RESOLUTION
+
+
+def record_use(session: Session, *, key_id: int, now: datetime) -> None:
+    """Write the key's ``last_used_at`` in the request's transaction. On PostgreSQL a row
+    that another request is writing already is skipped (``SKIP LOCKED``): its use is being
+    recorded, and waiting for it would make concurrent requests of one key queue."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(_RECORD_USE_SKIP_LOCKED, {"id": key_id, "now": now})
+    else:
+        session.execute(_RECORD_USE, {"id": key_id, "now": now})
+
+
+_RECORD_USE = text("UPDATE api_keys SET last_used_at = :now WHERE id = :id").bindparams(
+    bindparam("now", type_=DateTime(timezone=True))
+)
+_RECORD_USE_SKIP_LOCKED = text(
+    "UPDATE api_keys SET last_used_at = :now WHERE id = "
+    "(SELECT id FROM api_keys WHERE id = :id FOR UPDATE SKIP LOCKED)"
+).bindparams(bindparam("now", type_=DateTime(timezone=True)))
+
+
+async def presented_write_key(credentials: Credentials) -> str:
+    """FastAPI dependency: the Bearer key of a write request, not yet checked.
+
+    For routes that check it (:func:`check_key`) in their own trip to the thread pool, in
+    the statement that reads their first rows: a missing key is a 401 here, at once.
+    """
+    if credentials is None or not credentials.credentials:
+        raise _missing("write")
+    return credentials.credentials
 
 
 def _requirement(needed: str) -> Callable[..., Awaitable[ApiKey | None]]:
@@ -241,10 +303,7 @@ def _requirement(needed: str) -> Callable[..., Awaitable[ApiKey | None]]:
             if not get_settings().require_read_key:
                 return None
         if credentials is None or not credentials.credentials:
-            raise Unauthorized(
-                f"Authorization: this request needs a Bearer key of scope {needed} or higher",
-                headers=_CHALLENGE,
-            )
+            raise _missing(needed)
         return await to_thread.run_sync(_authorize, session, credentials, needed)
 
     dependency.__name__ = f"require_{needed}"

@@ -14,7 +14,8 @@ from __future__ import annotations
 import ast
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,6 +44,7 @@ READ_ONLY = "ratings_read_only"
 
 _engines: dict[str, Engine] = {}
 _factories: dict[int, sessionmaker[Session]] = {}
+_writer_locks: dict[int, threading.Lock] = {}
 _lock = threading.Lock()
 
 
@@ -157,6 +159,7 @@ def dispose_engines() -> None:
             engine.dispose()
         _engines.clear()
         _factories.clear()
+        _writer_locks.clear()
 
 
 def session_factory(engine: Engine) -> sessionmaker[Session]:
@@ -193,6 +196,40 @@ class _SessionLocal:
 
 
 SessionLocal = _SessionLocal()
+
+
+def _writer_lock(engine: Engine) -> threading.Lock:
+    with _lock:
+        lock = _writer_locks.get(id(engine))
+        if lock is None:
+            lock = _writer_locks[id(engine)] = threading.Lock()
+        return lock
+
+
+@contextmanager
+def writer_turn(session: Session) -> Iterator[None]:
+    """Around a whole write transaction (``BEGIN IMMEDIATE`` to its commit or rollback, both
+    inside): on SQLite, this process's writers take their turns on a lock of their own.
+
+    A writer that finds SQLite's write lock taken sleeps in SQLite's busy handler, in steps
+    growing to 100 ms, and may lose many rounds to writers that came later. Queued on a
+    lock of the process instead, the next writer starts as soon as the last one has
+    finished. The turn is given back however the block ends (an error, a cancelled
+    request); a writer that waited a whole busy timeout for its turn goes on without it and
+    waits in SQLite as before. Other processes still wait in SQLite's busy handler.
+    Nothing on PostgreSQL, which locks rows, or for a read (:func:`mark_read_only`).
+    """
+    bind = session.get_bind()
+    if bind.dialect.name != "sqlite" or is_read_only(session):
+        yield
+        return
+    lock = _writer_lock(bind.engine)
+    turn = lock.acquire(timeout=max(get_settings().sqlite_busy_timeout_ms, 0) / 1000)
+    try:
+        yield
+    finally:
+        if turn:
+            lock.release()
 
 
 def _finish(session: Session, *, commit: bool, close: bool) -> None:
@@ -236,7 +273,7 @@ async def get_session(request: Request) -> AsyncIterator[Session]:
         with anyio.CancelScope(shield=True):
             await to_thread.run_sync(partial(_finish, session, commit=True, close=owner))
     elif owner:
-        # Committed by the route already (see ``app.api.deps.run_in_worker``), so the
+        # Committed by the route already (see ``app.api.deps.in_one_trip``), so the
         # connection is back in the pool: closing does no I/O.
         session.close()
 

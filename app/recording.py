@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any, cast
 
 import numpy as np
@@ -24,13 +25,14 @@ from sqlalchemy import Table
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app import repositories
-from app.errors import Conflict, InvalidInput
+from app import auth, repositories
+from app.errors import Conflict, InvalidInput, NotFound
 from app.models import Ladder, Match, Participant, RatingHistory
 from app.rating.base import RatingInputError
 from app.rating.replay import ReplayMatch, replay
 from app.schemas import MatchCreate
 from app.services import (
+    LADDER_ID,
     MAX_FINITE,
     NUMERIC_ERRORS,
     SECONDS_PER_DAY,
@@ -322,6 +324,44 @@ def result_document(
 ) -> str:
     """The match result (``schemas.MatchResult``) as JSON text; ``before`` and ``after`` are
     (mu, sigma) lists over all participants, this match's starting at ``offset``."""
+    head, tail = result_parts(
+        config=config,
+        ladder_id=ladder_id,
+        match_id=match_id,
+        played_at=played_at,
+        recorded_at=recorded_at,
+        quality=quality,
+        teams=teams,
+        ranks=ranks,
+        weights=weights,
+        before=before,
+        after=after,
+        offset=offset,
+        meta=meta,
+        voided_at=voided_at,
+    )
+    return f"{head}{seq}{tail}"
+
+
+def result_parts(
+    *,
+    config: LadderConfig,
+    ladder_id: str,
+    match_id: str,
+    played_at: datetime,
+    recorded_at: datetime,
+    quality: float,
+    teams: Sequence[Sequence[str]],
+    ranks: Sequence[int],
+    weights: Sequence[Sequence[float]] | None,
+    before: tuple[list[float], list[float]],
+    after: tuple[list[float], list[float]],
+    offset: int,
+    meta: dict[str, Any] | None,
+    voided_at: datetime | None = None,
+) -> tuple[str, str]:
+    """:func:`result_document` without its seq: the text before the seq's digits and the
+    text after them, for a match whose seq the database assigns as it stores the match."""
     team_docs = []
     k = offset
     for j, team in enumerate(teams):
@@ -337,19 +377,20 @@ def result_document(
             )
             k += 1
         team_docs.append({"rank": ranks[j], "players": players})
-    document = {
-        "match_id": match_id,
-        "ladder": ladder_id,
-        "seq": seq,
-        "played_at": rfc3339(played_at),
-        "recorded_at": rfc3339(recorded_at),
-        "quality": quality,
-        "teams": team_docs,
-        "meta": meta,
-        "voided": voided_at is not None,
-        "voided_at": rfc3339(voided_at) if voided_at is not None else None,
-    }
-    return _encode(document)
+    # The keys in the schema's order: match_id, ladder, seq, then the rest.
+    head = _encode({"match_id": match_id, "ladder": ladder_id})
+    tail = _encode(
+        {
+            "played_at": rfc3339(played_at),
+            "recorded_at": rfc3339(recorded_at),
+            "quality": quality,
+            "teams": team_docs,
+            "meta": meta,
+            "voided": voided_at is not None,
+            "voided_at": rfc3339(voided_at) if voided_at is not None else None,
+        }
+    )
+    return f'{head[:-1]},"seq":', f",{tail[1:]}"
 
 
 def participant_rows(
@@ -386,6 +427,43 @@ def participant_rows(
             )
             k += 1
     return rows
+
+
+def _history_rows(
+    participants: Sequence[dict[str, Any]], match: Planned, seq: int
+) -> list[dict[str, Any]]:
+    """The ``rating_history`` rows of one match, from its participants' rows."""
+    return [
+        {
+            "ladder_id": row["ladder_id"],
+            "player_id": row["player_id"],
+            "kind": "match",
+            "match_seq": seq,
+            "match_id": match.match_id,
+            "played_at": match.played_at,
+            "mu_before": row["mu_before"],
+            "sigma_before": row["sigma_before"],
+            "mu_after": row["mu_after"],
+            "sigma_after": row["sigma_after"],
+        }
+        for row in participants
+    ]
+
+
+def _table_of(states: Sequence[repositories.RatingState]) -> RatingTable:
+    """The rating table of locked ratings, in their (player id) order."""
+    return RatingTable(
+        players=[state.player_id for state in states],
+        mu=np.array([state.mu for state in states], dtype=np.float64),
+        sigma=np.array([state.sigma or 0.0 for state in states], dtype=np.float64),
+        last_day=np.array(
+            [
+                day_of(state.last_played_at) if state.last_played_at is not None else math.nan
+                for state in states
+            ],
+            dtype=np.float64,
+        ),
+    )
 
 
 # -- recording -------------------------------------------------------------------------------
@@ -531,18 +609,7 @@ def _apply(
     results: list[tuple[str, bool] | None],
 ) -> None:
     """Rate the new matches over their players' locked ratings and write everything."""
-    table = RatingTable(
-        players=[state.player_id for state in states],
-        mu=np.array([state.mu for state in states], dtype=np.float64),
-        sigma=np.array([state.sigma or 0.0 for state in states], dtype=np.float64),
-        last_day=np.array(
-            [
-                day_of(state.last_played_at) if state.last_played_at is not None else math.nan
-                for state in states
-            ],
-            dtype=np.float64,
-        ),
-    )
+    table = _table_of(states)
     planned = [
         Planned(
             match_id=m.match_id,
@@ -614,21 +681,7 @@ def _apply(
             offset=offset,
         )
         participants.extend(rows)
-        history.extend(
-            {
-                "ladder_id": ladder.id,
-                "player_id": row["player_id"],
-                "kind": "match",
-                "match_seq": seq,
-                "match_id": m.match_id,
-                "played_at": m.played_at,
-                "mu_before": row["mu_before"],
-                "sigma_before": row["sigma_before"],
-                "mu_after": row["mu_after"],
-                "sigma_after": row["sigma_after"],
-            }
-            for row in rows
-        )
+        history.extend(_history_rows(rows, plan, seq))
     try:
         with session.begin_nested():
             repositories.insert_rows(session=session, table=MATCHES, rows=match_rows)
@@ -643,29 +696,23 @@ def _apply(
         raise
     repositories.insert_rows(session=session, table=PARTICIPANTS, rows=participants)
     repositories.insert_rows(session=session, table=HISTORY, rows=history)
-    _write_ratings(
+    repositories.update_ratings(
         session=session,
-        ladder=ladder,
-        config=config,
-        table=table,
-        states=states,
-        planned=planned,
-        now=now,
+        ladder_id=ladder.id,
+        rows=_rating_rows(config=config, table=table, states=states, planned=planned, now=now),
     )
 
 
-def _write_ratings(
+def _rating_rows(
     *,
-    session: Session,
-    ladder: Ladder,
     config: LadderConfig,
     table: RatingTable,
-    states: list[repositories.RatingState],
+    states: Sequence[repositories.RatingState],
     planned: Sequence[Planned],
     now: datetime,
-) -> None:
-    """Store the table's new ratings of the players who played, with their match counts and
-    latest played_at."""
+) -> list[dict[str, Any]]:
+    """The table's new ratings of the players who played, with their match counts and
+    latest played_at, as rows of ``ratings``."""
     played: dict[str, int] = {}
     latest: dict[str, datetime] = {}
     for match in planned:
@@ -696,7 +743,7 @@ def _write_ratings(
                 "updated_at": now,
             }
         )
-    repositories.update_ratings(session=session, ladder_id=ladder.id, rows=rows)
+    return rows
 
 
 def record_match(
@@ -704,3 +751,224 @@ def record_match(
 ) -> tuple[str, bool]:
     """Apply one match atomically: a batch of one. Returns (result JSON text, created)."""
     return record_matches(session=session, ladder=ladder, bodies=[body], now=now, label=single)[0]
+
+
+# -- recording one match: the lean path ------------------------------------------------------
+
+
+@lru_cache(maxsize=256)
+def _ladder_of(ladder_id: str, algorithm: str, params: str) -> tuple[Ladder, LadderConfig]:
+    """A ladder and its configuration by the text of its stored parameters: a change of
+    parameters is a new entry, so it is never missed, and an unchanged ladder is not
+    parsed again. (The ``Ladder`` is never added to a session.)"""
+    ladder = Ladder(id=ladder_id, algorithm=algorithm, params=json.loads(params))
+    return ladder, ladder_config(ladder)
+
+
+def _begin(
+    *,
+    session: Session,
+    digest: str,
+    ladder_id: str,
+    players: list[str],
+    now: datetime,
+    first: bool,
+) -> tuple[Ladder, LadderConfig, list[repositories.RatingState]] | None:
+    """Check the write key (by its ``digest``), read the ladder (share-locked on
+    PostgreSQL) and lock the ratings of ``players`` (sorted) in player id order.
+
+    Missing ratings are inserted at the prior: on SQLite (whose write lock is held) after
+    the first lock, then locked again; on PostgreSQL, the ``first`` time, not at all (None
+    is returned, to start again), else before any lock is taken.
+    """
+    found = repositories.key_and_ladder(
+        session=session,
+        key_hash=digest,
+        ladder_id=ladder_id if LADDER_ID.fullmatch(ladder_id) else None,
+    )
+    key_row = auth.check_key(found.key, digest, "write")
+    if auth.use_due(key_row, now):
+        auth.record_use(session, key_id=key_row.id, now=now)
+    if found.algorithm is None or found.params is None:
+        raise NotFound(f"ladder: no ladder {ladder_id[:64]!r}")
+    ladder, config = _ladder_of(ladder_id, found.algorithm, found.params)
+    postgres = session.get_bind().dialect.name == "postgresql"
+    if not first:
+        _insert_ratings(session=session, ladder=ladder, config=config, players=players, now=now)
+    states = repositories.lock_players(session=session, ladder_id=ladder.id, player_ids=players)
+    if len(states) < len(players):
+        if postgres and first:
+            return None
+        # SQLite; or on PostgreSQL a player deleted (by a void) in between: rare.
+        known = {state.player_id for state in states}
+        missing = [player for player in players if player not in known]
+        _insert_ratings(session=session, ladder=ladder, config=config, players=missing, now=now)
+        states = repositories.lock_players(session=session, ladder_id=ladder.id, player_ids=players)
+    return ladder, config, states
+
+
+def _insert_ratings(
+    *, session: Session, ladder: Ladder, config: LadderConfig, players: list[str], now: datetime
+) -> None:
+    """Ratings at the prior for those of ``players`` the ladder does not know yet."""
+    prior = config.model.rating()
+    repositories.insert_missing_ratings(
+        session=session,
+        ladder_id=ladder.id,
+        player_ids=players,
+        mu=prior.mu,
+        sigma=config.stored_sigma(prior),
+        conservative=config.conservative(prior),
+        now=now,
+    )
+
+
+def record_one(
+    *, session: Session, ladder_id: str, key: str, body: MatchCreate, now: datetime
+) -> tuple[tuple[str, bool], bool]:
+    """Check the write ``key`` and record one match: ((result JSON text, created), whether
+    to commit). A match_id recorded before with the same body gives its stored result and
+    nothing to commit; with another body, ``Conflict``.
+
+    What a batch of one does (:func:`record_matches`: the same rating step, result document
+    and rows), in fewer statements. On PostgreSQL: the key and the ladder (share-locked, so
+    a parameter change waits for this match and this match for it) in one statement; the
+    players' ratings locked in player id order (if some are new, the transaction starts
+    again and inserts them before it locks); and ONE statement that stores the match, its
+    participants, the history and the new ratings, or nothing when the match_id exists
+    already. The seq is drawn by that last statement, with the players' rows locked, so
+    matches sharing a player get seqs in the order they were applied. On SQLite the
+    transaction holds the database's write lock from its start, so a stored match_id is
+    looked up (after the players' ratings) and the rows go in with one executemany each.
+    """
+    digest = auth.hash_key(key)
+    postgres = session.get_bind().dialect.name == "postgresql"
+    players = sorted({player for team in body.teams for player in team})
+    begun = _begin(
+        session=session, digest=digest, ladder_id=ladder_id, players=players, now=now, first=True
+    )
+    if begun is None:
+        # New players on PostgreSQL. A transaction never inserts ratings while it holds
+        # rating locks (two matches creating each other's players would deadlock): start
+        # again, and insert them before taking any lock.
+        session.rollback()
+        begun = _begin(
+            session=session,
+            digest=digest,
+            ladder_id=ladder_id,
+            players=players,
+            now=now,
+            first=False,
+        )
+        assert begun is not None
+    ladder, config, states = begun
+
+    canonical = canonical_request(body)
+    incoming = _Incoming(
+        index=0,
+        body=body,
+        match_id=body.match_id or f"m-{uuid.uuid4().hex}",
+        played_at=body.played_at or now,
+        canonical=canonical,
+        digest=body_hash(canonical),
+    )
+    if body.match_id is not None and not postgres:
+        # SQLite: the write lock is held, so what is stored now stays so until the commit.
+        known = repositories.find_matches(
+            session=session, ladder_id=ladder.id, match_ids=[incoming.match_id]
+        )
+        if incoming.match_id in known:
+            return (_stored(incoming, known[incoming.match_id], single), False), False
+
+    table = _table_of(states)
+    plan = Planned(
+        match_id=incoming.match_id,
+        played_at=incoming.played_at,
+        teams=body.teams,
+        outcome=outcome(body),
+        weights=body.weights,
+    )
+    try:
+        rated = rate(ladder=ladder, config=config, table=table, matches=[plan], label=single)
+    except MatchRefused:
+        if body.match_id is not None and postgres:
+            # Another body under a stored match_id is a conflict, whatever it holds.
+            known = repositories.find_matches(
+                session=session, ladder_id=ladder.id, match_ids=[incoming.match_id]
+            )
+            if incoming.match_id in known:
+                return (_stored(incoming, known[incoming.match_id], single), False), False
+        raise
+    before = (rated.before_mu.tolist(), rated.before_sigma.tolist())
+    after = (rated.after_mu.tolist(), rated.after_sigma.tolist())
+    quality = float(rated.quality[0])
+    ranks = dense_ranks(plan.outcome)
+    head, tail = result_parts(
+        config=config,
+        ladder_id=ladder.id,
+        match_id=incoming.match_id,
+        played_at=incoming.played_at,
+        recorded_at=now,
+        quality=quality,
+        teams=plan.teams,
+        ranks=ranks,
+        weights=plan.weights,
+        before=before,
+        after=after,
+        offset=0,
+        meta=body.meta,
+    )
+    participants = participant_rows(
+        config=config,
+        ladder_id=ladder.id,
+        seq=0,
+        match=plan,
+        ranks=ranks,
+        before=before,
+        after=after,
+        offset=0,
+    )
+    ratings = _rating_rows(config=config, table=table, states=states, planned=[plan], now=now)
+    match = {
+        "ladder_id": ladder.id,
+        "match_id": incoming.match_id,
+        "body_hash": incoming.digest,
+        "played_at": incoming.played_at,
+        "recorded_at": now,
+        "quality": quality,
+        "request": canonical,
+        "meta": body.meta,
+        "voided_at": None,
+    }
+    if postgres:
+        seq = repositories.write_match(
+            session=session,
+            match=match,
+            result=(head, tail),
+            participants=participants,
+            ratings=ratings,
+        )
+        if seq is None:
+            # Recorded meanwhile (the insert waited for that transaction): nothing was written.
+            known = repositories.find_matches(
+                session=session, ladder_id=ladder.id, match_ids=[incoming.match_id]
+            )
+            stored = known.get(incoming.match_id)
+            if stored is None:  # and gone again: its ladder was deleted meanwhile
+                raise NotFound(f"ladder: no ladder {ladder_id[:64]!r}")
+            return (_stored(incoming, stored, single), False), False
+        return (f"{head}{seq}{tail}", True), True
+
+    (seq,) = repositories.allocate_match_seqs(session=session, count=1)
+    document = f"{head}{seq}{tail}"
+    repositories.insert_rows(
+        session=session, table=MATCHES, rows=[{**match, "seq": seq, "result": document}]
+    )
+    for row in participants:
+        row["match_seq"] = seq
+    repositories.insert_rows(session=session, table=PARTICIPANTS, rows=participants)
+    repositories.insert_rows(
+        session=session, table=HISTORY, rows=_history_rows(participants, plan, seq)
+    )
+    repositories.update_ratings(session=session, ladder_id=ladder.id, rows=ratings)
+    return (document, True), True

@@ -20,6 +20,7 @@ from sqlalchemy import (
     Integer,
     String,
     Table,
+    Text,
     and_,
     any_,
     bindparam,
@@ -35,6 +36,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.expression import Executable
+from sqlalchemy.types import TypeEngine
 
 from app.models import (
     Ladder,
@@ -925,3 +927,200 @@ def update_participants(*, session: Session, rows: Sequence[dict[str, Any]]) -> 
 def update_matches(*, session: Session, rows: Sequence[dict[str, Any]]) -> None:
     """Rewrite matches' ``quality``, ``result`` and ``voided_at`` by ``seq``."""
     bulk_update(session=session, table=cast(Table, Match.__table__), keys=("seq",), rows=rows)
+
+
+# -- recording one match (app.recording.record_one) -------------------------------------------
+
+
+class KeyRow(NamedTuple):
+    """The columns of an ``api_keys`` row that a request's check reads."""
+
+    id: int
+    scope: str
+    prefix: str
+    key_hash: str
+    revoked_at: datetime | None
+    last_used_at: datetime | None
+
+
+class KeyAndLadder(NamedTuple):
+    """The request's key row (None: unknown) and its ladder's algorithm and parameters as
+    stored (None: no such ladder)."""
+
+    key: KeyRow | None
+    algorithm: str | None
+    params: str | None
+
+
+_KEY_COLUMNS: dict[str, TypeEngine[Any]] = {
+    "id": Integer(),
+    "scope": String(),
+    "prefix": String(),
+    "key_hash": String(),
+    "revoked_at": DateTime(timezone=True),
+    "last_used_at": DateTime(timezone=True),
+    "algorithm": String(),
+    "params": Text(),
+}
+_KEY_AND_LADDER = (
+    "SELECT k.id, k.scope, k.prefix, k.key_hash, k.revoked_at, k.last_used_at, "
+    "l.algorithm, CAST(l.params AS TEXT) AS params "
+    "FROM (SELECT 1 AS one) AS one "
+    "LEFT JOIN api_keys AS k ON k.key_hash = :key_hash "
+    "LEFT JOIN (SELECT algorithm, params FROM ladders WHERE id = :ladder_id{lock}) AS l ON 1 = 1"
+)
+_KEY_AND_LADDER_SQL = {
+    "postgresql": text(_KEY_AND_LADDER.format(lock=" FOR SHARE")).columns(**_KEY_COLUMNS),
+    "sqlite": text(_KEY_AND_LADDER.format(lock="")).columns(**_KEY_COLUMNS),
+}
+
+
+def key_and_ladder(*, session: Session, key_hash: str, ladder_id: str | None) -> KeyAndLadder:
+    """The key with this hash and the ladder, in one statement. On PostgreSQL the ladder's
+    row is share-locked: its parameters cannot change until the transaction ends."""
+    row = session.execute(
+        _KEY_AND_LADDER_SQL[_dialect(session)], {"key_hash": key_hash, "ladder_id": ladder_id}
+    ).one()
+    key = KeyRow(*row[:6]) if row[0] is not None else None
+    return KeyAndLadder(key=key, algorithm=row[6], params=row[7])
+
+
+_STATE_COLUMNS: dict[str, TypeEngine[Any]] = {
+    "player_id": String(),
+    "mu": Float(),
+    "sigma": Float(),
+    "matches": Integer(),
+    "last_played_at": DateTime(timezone=True),
+}
+_LOCK_PLAYERS_SQL = {
+    "postgresql": text(
+        "SELECT player_id, mu, sigma, matches, last_played_at FROM ratings "
+        "WHERE ladder_id = :ladder_id AND player_id = ANY(CAST(:player_ids AS VARCHAR[])) "
+        "ORDER BY player_id FOR UPDATE"
+    ).columns(**_STATE_COLUMNS),
+    # No row locks: the transaction's BEGIN IMMEDIATE holds the database's write lock.
+    "sqlite": text(
+        "SELECT player_id, mu, sigma, matches, last_played_at FROM ratings "
+        "WHERE ladder_id = :ladder_id AND player_id IN :player_ids ORDER BY player_id"
+    )
+    .bindparams(bindparam("player_ids", expanding=True))
+    .columns(**_STATE_COLUMNS),
+}
+
+
+def lock_players(
+    *, session: Session, ladder_id: str, player_ids: Sequence[str]
+) -> list[RatingState]:
+    """The ratings of the players of one match (sorted ids), locked in player id order by
+    one statement: :func:`lock_rating_states` for a few players, without
+    building the query each time."""
+    rows = session.execute(
+        _LOCK_PLAYERS_SQL[_dialect(session)],
+        {"ladder_id": ladder_id, "player_ids": list(player_ids)},
+    )
+    return [RatingState(*row) for row in rows]
+
+
+_WRITE_MATCH_SQL = text(
+    """
+WITH new_match AS (
+    INSERT INTO matches (seq, ladder_id, match_id, body_hash, played_at, recorded_at, quality,
+                         request, meta, result, voided_at)
+    SELECT s.seq, :ladder_id, :match_id, :body_hash, :played_at, :recorded_at, :quality,
+           CAST(:request AS JSON), CAST(:meta AS JSON), :result_head || s.seq || :result_tail,
+           NULL
+    FROM (SELECT nextval(pg_get_serial_sequence('matches', 'seq')) AS seq) AS s
+    ON CONFLICT (ladder_id, match_id) DO NOTHING
+    RETURNING seq
+), played AS (
+    SELECT * FROM json_to_recordset(CAST(:participants AS JSON)) AS v(
+        player_id VARCHAR, team INTEGER, position INTEGER, rank INTEGER, weight FLOAT8,
+        mu_before FLOAT8, sigma_before FLOAT8, mu_after FLOAT8, sigma_after FLOAT8)
+), participants_written AS (
+    INSERT INTO participants (match_seq, player_id, ladder_id, team, position, rank, weight,
+                              mu_before, sigma_before, mu_after, sigma_after)
+    SELECT n.seq, v.player_id, :ladder_id, v.team, v.position, v.rank, v.weight,
+           v.mu_before, v.sigma_before, v.mu_after, v.sigma_after
+    FROM new_match AS n, played AS v
+), history_written AS (
+    INSERT INTO rating_history (ladder_id, player_id, kind, match_seq, match_id, played_at,
+                                mu_before, sigma_before, mu_after, sigma_after)
+    SELECT :ladder_id, v.player_id, 'match', n.seq, :match_id, :played_at,
+           v.mu_before, v.sigma_before, v.mu_after, v.sigma_after
+    FROM new_match AS n, played AS v
+), ratings_written AS (
+    UPDATE ratings AS t
+    SET mu = v.mu, sigma = v.sigma, conservative = v.conservative, matches = v.matches,
+        last_played_at = v.last_played_at, updated_at = :recorded_at
+    FROM new_match AS n, json_to_recordset(CAST(:ratings AS JSON)) AS v(
+        player_id VARCHAR, mu FLOAT8, sigma FLOAT8, conservative FLOAT8, matches INTEGER,
+        last_played_at TIMESTAMPTZ)
+    WHERE t.ladder_id = :ladder_id AND t.player_id = v.player_id
+      -- The players' keys for the index: the row estimate of the JSON rows says nothing.
+      AND t.player_id = ANY(CAST(:player_ids AS VARCHAR[]))
+)
+SELECT seq FROM new_match
+"""
+)
+
+_PARTICIPANT_COLUMNS = (
+    "player_id",
+    "team",
+    "position",
+    "rank",
+    "weight",
+    "mu_before",
+    "sigma_before",
+    "mu_after",
+    "sigma_after",
+)
+_RATING_COLUMNS = ("player_id", "mu", "sigma", "conservative", "matches")
+
+
+#: Rows as JSON text for ``json_to_recordset`` (finite numbers only: checked before).
+_json_rows = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+
+
+def write_match(
+    *,
+    session: Session,
+    match: dict[str, Any],
+    result: tuple[str, str],
+    participants: Sequence[dict[str, Any]],
+    ratings: Sequence[dict[str, Any]],
+) -> int | None:
+    """PostgreSQL: store a match (a row of ``matches`` without seq and result), its
+    participants and history and the new ratings (rows of ``ratings``, their players
+    locked) in ONE statement; returns the match's seq, drawn by the statement, or None when
+    the match_id exists already, and then nothing was written. ``result`` is the result
+    document's text before and after its seq."""
+    parameters: dict[str, Any] = {
+        "ladder_id": match["ladder_id"],
+        "match_id": match["match_id"],
+        "body_hash": match["body_hash"],
+        "played_at": match["played_at"],
+        "recorded_at": match["recorded_at"],
+        "quality": match["quality"],
+        "request": json_text(match["request"]),
+        "meta": json_text(match["meta"]),
+        "result_head": result[0],
+        "result_tail": result[1],
+    }
+    # The rows go as JSON: one text each, which PostgreSQL reads back exactly (a float's
+    # repr is the shortest text that parses to it) and far cheaper to send than an array
+    # per column.
+    parameters["participants"] = _json_rows(
+        [{name: row[name] for name in _PARTICIPANT_COLUMNS} for row in participants]
+    )
+    parameters["player_ids"] = [row["player_id"] for row in ratings]
+    parameters["ratings"] = _json_rows(
+        [
+            {
+                **{name: row[name] for name in _RATING_COLUMNS},
+                "last_played_at": row["last_played_at"].isoformat(),
+            }
+            for row in ratings
+        ]
+    )
+    seq = session.execute(_WRITE_MATCH_SQL, parameters).scalar()
+    return None if seq is None else int(seq)

@@ -1,0 +1,156 @@
+"""The path of one recorded match: its statements, the ladder's parameters as they are now,
+a retry or conflict that leaves nothing behind, the key checked in the same statement as the
+ladder, and SQLite's writer turn given back whatever the request's end."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import event, text
+
+from app import auth
+from app.db import _writer_lock, get_engine, session_factory
+from tests.service.helpers import assert_problem, table_counts
+
+MATCH = {"teams": [["ann", "bob"], ["cat", "dan"]], "ranks": [1, 2]}
+
+
+def _ladder(client: TestClient, ladder: str = "path", **params: float) -> None:
+    body: dict[str, Any] = {"id": ladder, "algorithm": "trueskill"}
+    if params:
+        body["params"] = params
+    response = client.post("/v1/ladders", json=body)
+    assert response.status_code == 201, response.text
+
+
+@pytest.fixture
+def statements(database_url: str) -> Iterator[list[str]]:
+    """The SQL statements the service's engine runs, first words only, while collecting."""
+    seen: list[str] = []
+
+    def note(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        seen.append(" ".join(statement.split()[:3]).upper())
+
+    engine = get_engine(database_url)
+    event.listen(engine, "before_cursor_execute", note)
+    yield seen
+    event.remove(engine, "before_cursor_execute", note)
+
+
+def test_one_match_of_known_players_takes_few_statements(
+    client: TestClient, database_url: str, statements: list[str]
+) -> None:
+    _ladder(client)
+    first = client.post("/v1/ladders/path/matches", json=MATCH)
+    assert first.status_code == 201, first.text
+    statements.clear()
+    response = client.post("/v1/ladders/path/matches", json={**MATCH, "match_id": "second"})
+    assert response.status_code == 201, response.text
+    assert response.json()["seq"] == first.json()["seq"] + 1
+    if database_url.startswith("postgresql"):
+        # The key and ladder, the players' locks, and everything written in one statement.
+        assert statements == [
+            "SELECT K.ID, K.SCOPE,",
+            "SELECT PLAYER_ID, MU,",
+            "WITH NEW_MATCH AS",
+        ]
+    else:
+        assert statements == [
+            "BEGIN IMMEDIATE",
+            "SELECT K.ID, K.SCOPE,",
+            "SELECT PLAYER_ID, MU,",
+            "SELECT MATCHES.MATCH_ID, MATCHES.BODY_HASH,",
+            "SELECT COALESCE(MAX(MATCHES.SEQ), ?)",
+            "INSERT INTO MATCHES",
+            "INSERT INTO PARTICIPANTS",
+            "INSERT INTO RATING_HISTORY",
+            "UPDATE RATINGS SET",
+        ]
+
+
+def test_new_players_are_created_then_locked(client: TestClient, statements: list[str]) -> None:
+    _ladder(client)
+    response = client.post("/v1/ladders/path/matches", json=MATCH)
+    assert response.status_code == 201, response.text
+    locks = [s for s in statements if s.startswith("SELECT PLAYER_ID")]
+    assert len(locks) == 2  # before and after the new ratings were inserted
+    for player in ("ann", "bob", "cat", "dan"):
+        assert client.get(f"/v1/ladders/path/players/{player}").json()["matches"] == 1
+
+
+def test_a_conflict_leaves_no_new_player_behind(client: TestClient, database_url: str) -> None:
+    _ladder(client)
+    first = client.post("/v1/ladders/path/matches", json={**MATCH, "match_id": "g1"})
+    assert first.status_code == 201, first.text
+    counts = table_counts(database_url)
+    other = {"match_id": "g1", "teams": [["eve"], ["fay"]]}
+    assert_problem(client.post("/v1/ladders/path/matches", json=other), 409, "match_id")
+    retry = client.post("/v1/ladders/path/matches", json={**MATCH, "match_id": "g1"})
+    assert (retry.status_code, retry.content) == (200, first.content)
+    assert table_counts(database_url) == counts
+    assert client.get("/v1/ladders/path/players/eve").status_code == 404
+
+
+def test_changed_parameters_rate_the_very_next_match(client: TestClient) -> None:
+    _ladder(client)
+    assert client.post("/v1/ladders/path/matches", json=MATCH).status_code == 201
+    changed = client.patch(
+        "/v1/ladders/path", params={"rebuild": "true"}, json={"params": {"beta": 10.0}}
+    )
+    assert changed.status_code == 200, changed.text
+    _ladder(client, "fresh", beta=10.0)
+    newcomers = {"teams": [["eve"], ["fay"]]}
+    after = client.post("/v1/ladders/path/matches", json=newcomers).json()
+    fresh = client.post("/v1/ladders/fresh/matches", json=newcomers).json()
+    assert after["teams"] == fresh["teams"]
+    assert after["quality"] == fresh["quality"]
+
+
+def test_key_checks_and_use(client: TestClient, database_url: str) -> None:
+    _ladder(client)
+    session = session_factory(get_engine(database_url))()
+    try:
+        reader = auth.create_key(session, name="reader", scope="read")
+        writer = auth.create_key(session, name="writer", scope="write")
+        session.commit()
+    finally:
+        session.close()
+    path = "/v1/ladders/path/matches"
+    assert_problem(client.post(path, json=MATCH, headers={"Authorization": ""}), 401)
+    bearer = {"Authorization": f"Bearer {reader.key}"}
+    assert_problem(client.post(path, json=MATCH, headers=bearer), 403, reader.prefix)
+    bearer = {"Authorization": f"Bearer {writer.key}"}
+    # The key is checked before the ladder is looked up.
+    assert_problem(client.post("/v1/ladders/nope/matches", json=MATCH, headers=bearer), 404)
+    assert client.post(path, json=MATCH, headers=bearer).status_code == 201
+    with get_engine(database_url).connect() as connection:
+        used = connection.scalar(text("SELECT last_used_at FROM api_keys WHERE name = 'writer'"))
+    assert used is not None
+    session = session_factory(get_engine(database_url))()
+    try:
+        auth.revoke_key(session, name_or_prefix="writer")
+        session.commit()
+    finally:
+        session.close()
+    assert_problem(client.post(path, json=MATCH, headers=bearer), 401)
+    forged = {"Authorization": f"Bearer {writer.key[:-4]}AAAA"}
+    assert_problem(client.post("/v1/ladders/nope/matches", json=MATCH, headers=forged), 401)
+
+
+def test_sqlite_writer_turn_is_given_back(client: TestClient, database_url: str) -> None:
+    if not database_url.startswith("sqlite"):
+        pytest.skip("the writer turn is SQLite's")
+    _ladder(client)
+    lock = _writer_lock(get_engine(database_url))
+    assert client.post("/v1/ladders/path/matches", json={**MATCH, "match_id": "a"}).status_code
+    assert not lock.locked()
+    other = {"match_id": "a", "teams": [["eve"], ["fay"]]}
+    assert_problem(client.post("/v1/ladders/path/matches", json=other), 409)
+    assert not lock.locked()
+    assert_problem(client.post("/v1/ladders/nope/matches", json=MATCH), 404)
+    assert not lock.locked()
+    assert client.post("/v1/ladders/path/matches", json=MATCH).status_code == 201
+    assert not lock.locked()
