@@ -26,8 +26,8 @@ from typing import Final
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import erf, erfc
 
+from app.rating import _special
 from app.rating.base import RatingInputError
 
 # The scalar modules' branch points and constants, so that both paths branch alike.
@@ -78,7 +78,7 @@ def lower_tail(x: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
     near = x >= _TAIL
     if near.any():
         xn = x[near]
-        c = 0.5 * erfc(-xn * _INV_SQRT2)
+        c = 0.5 * _special.erfc(-xn * _INV_SQRT2)
         ln = _pdf(xn) / c
         gn = ln + xn
         lam[near] = ln
@@ -177,7 +177,7 @@ def _straddle_moments(s: FloatArray, e: FloatArray) -> tuple[FloatArray, FloatAr
     """``gaussian._straddle_moments`` elementwise."""
     a = -e - s
     b = e - s
-    z = 0.5 * (erf(b * _INV_SQRT2) + erf((e + s) * _INV_SQRT2))
+    z = 0.5 * (_special.erf(b * _INV_SQRT2) + _special.erf((e + s) * _INV_SQRT2))
     na = _pdf(a)
     nb = _pdf(b)
     mean = (na - nb) / z
@@ -295,7 +295,7 @@ class TrueSkillKernel(Kernel):
         v = np.empty_like(x)
         one_minus_w = np.empty_like(x)
         xd = x[direct]
-        vd = _INV_SQRT_2PI * np.exp(-0.5 * xd * xd) / (0.5 * erfc(-xd * _INV_SQRT2))
+        vd = _INV_SQRT_2PI * np.exp(-0.5 * xd * xd) / (0.5 * _special.erfc(-xd * _INV_SQRT2))
         v[direct] = vd
         one_minus_w[direct] = 1.0 - vd * (vd + xd)
         drawn = outcome == DRAWN
@@ -420,7 +420,7 @@ class TrueSkillKernel(Kernel):
                 w = np.empty(live)
                 one_minus_w = np.empty(live)
                 xd = x[direct]
-                vd = c_lam * np.exp(-0.5 * xd * xd) / erfc(-xd * _INV_SQRT2)
+                vd = c_lam * np.exp(-0.5 * xd * xd) / _special.erfc(-xd * _INV_SQRT2)
                 wd = vd * (vd + xd)
                 v[direct] = vd
                 w[direct] = wd
@@ -713,7 +713,8 @@ class EloKernel(Kernel):
         out = np.empty_like(z)
         plain = z > _MILLS_TAIL
         zp = z[plain]
-        out[plain] = _INV_SQRT_2PI * np.exp(-0.5 * zp * zp) / (0.5 * erfc(-zp * _INV_SQRT2))
+        phi = 0.5 * _special.erfc(-zp * _INV_SQRT2)
+        out[plain] = _INV_SQRT_2PI * np.exp(-0.5 * zp * zp) / phi
         tail = ~plain
         if tail.any():
             t = -z[tail]
@@ -741,7 +742,7 @@ class EloKernel(Kernel):
                 np.where(score == 0.0, -gain * down, gain * (score * up - (1.0 - score) * down)),
             )
             return out
-        out = self._k * (score - 0.5 * erfc(-z * _INV_SQRT2))
+        out = self._k * (score - 0.5 * _special.erfc(-z * _INV_SQRT2))
         return out
 
     def rate(

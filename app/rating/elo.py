@@ -99,8 +99,8 @@ from typing import Final
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import expit, log_ndtr, ndtr
 
+from app.rating import _special
 from app.rating.base import (
     Rating,
     RatingInputError,
@@ -178,7 +178,7 @@ def _inverse_mills(z: float) -> float:
 
 def _inverse_mills_array(z: FloatArray) -> FloatArray:
     """V(z) = N(z) / Phi(z) elementwise, in log space (scipy's log_ndtr) so it never underflows."""
-    out: FloatArray = np.exp(-0.5 * z * z - _LOG_SQRT_2PI - log_ndtr(z))
+    out: FloatArray = np.exp(-0.5 * z * z - _LOG_SQRT_2PI - _special.log_ndtr(z))
     return out
 
 
@@ -361,7 +361,7 @@ class Elo:
     def _duel_matrix(self, score: FloatArray, gap: FloatArray) -> FloatArray:
         """``_duel`` elementwise over matrices of scores and gaps."""
         if self._logistic:
-            out: FloatArray = self._k * (score - expit(gap * self._rho_per_point))
+            out: FloatArray = self._k * (score - _special.expit(gap * self._rho_per_point))
             return out
         z = gap * self._z_per_point
         if self._gauss_mle:
@@ -369,7 +369,7 @@ class Elo:
                 score * _inverse_mills_array(z) - (1.0 - score) * _inverse_mills_array(-z)
             )
             return out
-        out = self._k * (score - ndtr(z))
+        out = self._k * (score - _special.ndtr(z))
         return out
 
     def _pairwise_deltas_small(
@@ -496,14 +496,14 @@ class Elo:
         if self._logistic:
             rho = np.asarray(team_rating, dtype=np.float64) * self._rho_per_point
             if len(teams) == 2:
-                p = float(expit(rho[0] - rho[1]))
+                p = float(_special.expit(rho[0] - rho[1]))
                 return [p, 1.0 - p]
             e = np.exp(rho - rho.max())
             probs: list[float] = (e / e.sum()).tolist()
             return probs
         if len(teams) == 2:
             z = (team_rating[0] - team_rating[1]) * self._z_per_point
-            p = float(ndtr(z))
+            p = float(_special.ndtr(z))
             return [p, 1.0 - p]
         return gaussian_win_probabilities(team_rating, [self._beta * self._beta] * len(teams))
 

@@ -12,8 +12,8 @@ import sys
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.special import log_ndtr, logsumexp
 
+from app.rating import _special
 from app.rating.base import RatingInputError, Teams, check_positive, check_teams, check_weights
 from app.rating.gaussian import cdf
 
@@ -172,10 +172,10 @@ def gaussian_win_probabilities(means: Sequence[float], variances: Sequence[float
     with np.errstate(divide="ignore"):  # a sub-interval narrower than the smallest float
         log_w = np.log((half[:, None] * _GL_W[None, :]).ravel())  # weighs nothing (-inf)
     z = np.clip((x[None, :] - m[:, None]) / s[:, None], -_Z_CLIP, _Z_CLIP)
-    log_phi = log_ndtr(z)
+    log_phi = _special.log_ndtr(z)
     log_all = log_phi.sum(axis=0)
     log_pdf = -0.5 * z * z - np.log(s)[:, None] - _LOG_SQRT_2PI
-    log_p = logsumexp(log_pdf + (log_all[None, :] - log_phi) + log_w[None, :], axis=1)
-    p = np.exp(log_p - logsumexp(log_p))
+    log_p = _special.logsumexp(log_pdf + (log_all[None, :] - log_phi) + log_w[None, :], axis=1)
+    p = np.exp(log_p - _special.logsumexp(log_p))
     p /= p.sum()
     return [float(v) for v in p]

@@ -60,7 +60,8 @@ from itertools import pairwise
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import log_ndtr, ndtr
+
+from app.rating import _special
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.intp]
@@ -172,7 +173,7 @@ def _sweep(means: FloatArray, orders: IntArray, x: FloatArray) -> tuple[FloatArr
     # Forward, from the last placed up: log_fwd[:, j] = log F_{j+1}, the places below j.
     log_fwd = np.empty((n_orders, n, x.size))
     log_fwd[:, n - 1] = 0.0
-    log_fwd[:, n - 2] = log_ndtr(x[None, :] - m[:, n - 1, None])
+    log_fwd[:, n - 2] = _special.log_ndtr(x[None, :] - m[:, n - 1, None])
     for j in range(n - 2, 0, -1):
         lg = log_f(j) + log_fwd[:, j]
         log_fwd[:, j - 1] = _log_cumulative(lg, log_widths, _log_tail(lg, widths))
@@ -191,7 +192,7 @@ def _sweep(means: FloatArray, orders: IntArray, x: FloatArray) -> tuple[FloatArr
         expectation[:, j] = (0.5 * (xw[:, :-1] + xw[:, 1:]) * widths).sum(axis=-1) / mass
         log_p[:, j] = top[:, 0] + np.log(mass)
         if j == 0:
-            log_bwd = log_ndtr(m[:, 0, None] - x[None, :])
+            log_bwd = _special.log_ndtr(m[:, 0, None] - x[None, :])
         elif j < n - 1:
             lg = (lf + log_bwd)[:, ::-1]
             # Integrate from +inf down: the same rule on the mirrored grid.
@@ -261,13 +262,13 @@ def _spectral(m: FloatArray, orders: IntArray) -> tuple[FloatArray, FloatArray, 
     work = np.empty((rows, t.size))
     fwd = np.empty_like(f)  # fwd[j] = F_{j+1}, the places below j in order and below x
     fwd[n - 1] = 1.0
-    fwd[n - 2] = ndtr(d[n - 1])
+    fwd[n - 2] = _special.ndtr(d[n - 1])
     for j in range(n - 2, 0, -1):
         np.multiply(fh[j], fwd[j], out=work)
         np.matmul(work, cum_t, out=fwd[j - 1])
     bwd = np.empty_like(f)  # bwd[j] = B_{j-1}, the places above j in order and above x
     bwd[0] = 1.0
-    bwd[1] = ndtr(-d[0])
+    bwd[1] = _special.ndtr(-d[0])
     for j in range(1, n - 1):
         np.multiply(fh[j], bwd[j], out=work)
         np.matmul(work, tail_t, out=bwd[j + 1])
@@ -354,7 +355,7 @@ def order_log_likelihood(
     if m.size == 2:
         # Closed form: P = Phi((m_w - m_l) / sqrt 2); its gradient through the Mills ratio.
         z = (m[o[:, 0]] - m[o[:, 1]]) / math.sqrt(2.0)
-        log_p = log_ndtr(z)
+        log_p = _special.log_ndtr(z)
         v = np.exp(-0.5 * z * z - _LOG_SQRT_2PI - log_p) / math.sqrt(2.0)
         grad = np.zeros((o.shape[0], 2))
         np.put_along_axis(grad, o, np.stack([v, -v], axis=1), axis=1)
