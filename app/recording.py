@@ -773,9 +773,10 @@ def _begin(
     players: list[str],
     now: datetime,
     first: bool,
-) -> tuple[Ladder, LadderConfig, list[repositories.RatingState]] | None:
+) -> tuple[Ladder, LadderConfig, list[repositories.RatingState], list[str]] | None:
     """Check the write key (by its ``digest``), read the ladder (share-locked on
-    PostgreSQL) and lock the ratings of ``players`` (sorted) in player id order.
+    PostgreSQL) and lock the ratings of ``players`` (sorted) in player id order; returns
+    the ladder, its configuration, the locked ratings and their row ids.
 
     Missing ratings are inserted at the prior: on SQLite (whose write lock is held) after
     the first lock, then locked again; on PostgreSQL, the ``first`` time, not at all (None
@@ -795,7 +796,9 @@ def _begin(
     postgres = session.get_bind().dialect.name == "postgresql"
     if not first:
         _insert_ratings(session=session, ladder=ladder, config=config, players=players, now=now)
-    states = repositories.lock_players(session=session, ladder_id=ladder.id, player_ids=players)
+    states, row_ids = repositories.lock_players(
+        session=session, ladder_id=ladder.id, player_ids=players
+    )
     if len(states) < len(players):
         if postgres and first:
             return None
@@ -803,8 +806,10 @@ def _begin(
         known = {state.player_id for state in states}
         missing = [player for player in players if player not in known]
         _insert_ratings(session=session, ladder=ladder, config=config, players=missing, now=now)
-        states = repositories.lock_players(session=session, ladder_id=ladder.id, player_ids=players)
-    return ladder, config, states
+        states, row_ids = repositories.lock_players(
+            session=session, ladder_id=ladder.id, player_ids=players
+        )
+    return ladder, config, states, row_ids
 
 
 def _insert_ratings(
@@ -861,7 +866,7 @@ def record_one(
             first=False,
         )
         assert begun is not None
-    ladder, config, states = begun
+    ladder, config, states, row_ids = begun
 
     canonical = canonical_request(body)
     incoming = _Incoming(
@@ -947,6 +952,7 @@ def record_one(
             result=(head, tail),
             participants=participants,
             ratings=ratings,
+            row_ids=row_ids,
         )
         if seq is None:
             # Recorded meanwhile (the insert waited for that transaction): nothing was written.

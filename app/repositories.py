@@ -992,33 +992,41 @@ _STATE_COLUMNS: dict[str, TypeEngine[Any]] = {
     "matches": Integer(),
     "last_played_at": DateTime(timezone=True),
 }
+_LOCKED_COLUMNS: dict[str, TypeEngine[Any]] = {**_STATE_COLUMNS, "row_id": String()}
 _LOCK_PLAYERS_SQL = {
+    # One index lookup per player, in the order given (a nested loop over the ids): the
+    # plan does not hang on the ladder's row count, which the statistics of a growing
+    # ladder underestimate (a scan of the whole ladder looks cheap then).
     "postgresql": text(
-        "SELECT player_id, mu, sigma, matches, last_played_at FROM ratings "
-        "WHERE ladder_id = :ladder_id AND player_id = ANY(CAST(:player_ids AS VARCHAR[])) "
-        "ORDER BY player_id FOR UPDATE"
-    ).columns(**_STATE_COLUMNS),
+        "SELECT r.player_id, r.mu, r.sigma, r.matches, r.last_played_at, r.row_id "
+        "FROM unnest(CAST(:player_ids AS VARCHAR[])) AS p(player_id) "
+        "CROSS JOIN LATERAL (SELECT player_id, mu, sigma, matches, last_played_at, "
+        "CAST(ctid AS TEXT) AS row_id FROM ratings "
+        "WHERE ladder_id = :ladder_id AND player_id = p.player_id FOR UPDATE) AS r"
+    ).columns(**_LOCKED_COLUMNS),
     # No row locks: the transaction's BEGIN IMMEDIATE holds the database's write lock.
     "sqlite": text(
-        "SELECT player_id, mu, sigma, matches, last_played_at FROM ratings "
-        "WHERE ladder_id = :ladder_id AND player_id IN :player_ids ORDER BY player_id"
+        "SELECT player_id, mu, sigma, matches, last_played_at, CAST(rowid AS TEXT) AS row_id "
+        "FROM ratings WHERE ladder_id = :ladder_id AND player_id IN :player_ids "
+        "ORDER BY player_id"
     )
     .bindparams(bindparam("player_ids", expanding=True))
-    .columns(**_STATE_COLUMNS),
+    .columns(**_LOCKED_COLUMNS),
 }
 
 
 def lock_players(
     *, session: Session, ladder_id: str, player_ids: Sequence[str]
-) -> list[RatingState]:
-    """The ratings of the players of one match (sorted ids), locked in player id order by
-    one statement: :func:`lock_rating_states` for a few players, without
-    building the query each time."""
+) -> tuple[list[RatingState], list[str]]:
+    """The ratings of the players of one match (``player_ids`` sorted), locked one after
+    the other in that order by one statement, and their physical row ids (PostgreSQL's
+    ``ctid``, stable while the rows are locked: :func:`write_match` updates by them). Like
+    :func:`lock_rating_states` for a few players, without building the query each time."""
     rows = session.execute(
         _LOCK_PLAYERS_SQL[_dialect(session)],
         {"ladder_id": ladder_id, "player_ids": list(player_ids)},
-    )
-    return [RatingState(*row) for row in rows]
+    ).all()
+    return [RatingState(*row[:5]) for row in rows], [row[5] for row in rows]
 
 
 _WRITE_MATCH_SQL = text(
@@ -1055,9 +1063,7 @@ WITH new_match AS (
     FROM new_match AS n, json_to_recordset(CAST(:ratings AS JSON)) AS v(
         player_id VARCHAR, mu FLOAT8, sigma FLOAT8, conservative FLOAT8, matches INTEGER,
         last_played_at TIMESTAMPTZ)
-    WHERE t.ladder_id = :ladder_id AND t.player_id = v.player_id
-      -- The players' keys for the index: the row estimate of the JSON rows says nothing.
-      AND t.player_id = ANY(CAST(:player_ids AS VARCHAR[]))
+    WHERE t.ctid = ANY(CAST(:row_ids AS TID[])) AND t.player_id = v.player_id
 )
 SELECT seq FROM new_match
 """
@@ -1088,12 +1094,14 @@ def write_match(
     result: tuple[str, str],
     participants: Sequence[dict[str, Any]],
     ratings: Sequence[dict[str, Any]],
+    row_ids: Sequence[str],
 ) -> int | None:
     """PostgreSQL: store a match (a row of ``matches`` without seq and result), its
     participants and history and the new ratings (rows of ``ratings``, their players
-    locked) in ONE statement; returns the match's seq, drawn by the statement, or None when
-    the match_id exists already, and then nothing was written. ``result`` is the result
-    document's text before and after its seq."""
+    locked by :func:`lock_players`, which gave their ``row_ids``) in ONE statement.
+    Returns the match's seq, drawn by the statement, or None when the match_id exists
+    already, and then nothing was written. ``result`` is the result document's text before
+    and after its seq."""
     parameters: dict[str, Any] = {
         "ladder_id": match["ladder_id"],
         "match_id": match["match_id"],
@@ -1112,7 +1120,8 @@ def write_match(
     parameters["participants"] = _json_rows(
         [{name: row[name] for name in _PARTICIPANT_COLUMNS} for row in participants]
     )
-    parameters["player_ids"] = [row["player_id"] for row in ratings]
+    # The rows by their ids: a TID scan, whatever the statistics say.
+    parameters["row_ids"] = "{" + ",".join(f'"{row_id}"' for row_id in row_ids) + "}"
     parameters["ratings"] = _json_rows(
         [
             {

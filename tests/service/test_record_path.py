@@ -54,7 +54,7 @@ def test_one_match_of_known_players_takes_few_statements(
         # The key and ladder, the players' locks, and everything written in one statement.
         assert statements == [
             "SELECT K.ID, K.SCOPE,",
-            "SELECT PLAYER_ID, MU,",
+            "SELECT R.PLAYER_ID, R.MU,",
             "WITH NEW_MATCH AS",
         ]
     else:
@@ -75,7 +75,7 @@ def test_new_players_are_created_then_locked(client: TestClient, statements: lis
     _ladder(client)
     response = client.post("/v1/ladders/path/matches", json=MATCH)
     assert response.status_code == 201, response.text
-    locks = [s for s in statements if s.startswith("SELECT PLAYER_ID")]
+    locks = [s for s in statements if s.split()[1].endswith("PLAYER_ID,")]
     assert len(locks) == 2  # before and after the new ratings were inserted
     for player in ("ann", "bob", "cat", "dan"):
         assert client.get(f"/v1/ladders/path/players/{player}").json()["matches"] == 1
