@@ -352,5 +352,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         dispose_engines()
 
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -13,7 +13,9 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import queue
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -30,6 +32,8 @@ from app.recording import MatchConflict, MatchRefused, record_matches
 from app.schemas import MAX_BATCH, MatchCreate
 
 DEFAULT_CHUNK = 5000
+#: Parsed chunks the reading thread may hold ready ahead of the writer.
+READ_AHEAD = 2
 
 
 class ImportFailed(Exception):
@@ -131,6 +135,69 @@ def _chunks(lines: TextIO, size: int) -> Iterator[list[tuple[int, MatchCreate]]]
         yield chunk
 
 
+@dataclass
+class _Parsed:
+    """A chunk ready to write, and how far into the file its reading got."""
+
+    lines: list[tuple[int, MatchCreate]]
+    position: int
+
+
+class _Reader:
+    """Reads and validates chunks in a thread of its own, ``READ_AHEAD`` ahead of the writer.
+
+    Recording a chunk spends much of its time waiting for the database (the COPY, the
+    commit), and the driver lets go of the interpreter while it waits: the next chunk is
+    parsed in that time instead of after it. What the reader meets (the chunks, then the
+    end, a bad line or an unreadable file) reaches the writer in file order, so a bad line
+    still stops the import after the chunks before it are written and before its own.
+    """
+
+    _END = object()
+
+    def __init__(self, raw: IO[bytes], lines: TextIO, size: int) -> None:
+        self._raw = raw
+        self._lines = lines
+        self._size = size
+        self._ready: queue.Queue[object] = queue.Queue(maxsize=READ_AHEAD)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="import-reader", daemon=True)
+        self._thread.start()
+
+    def _put(self, item: object) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._ready.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self) -> None:
+        try:
+            for part in _chunks(self._lines, self._size):
+                if not self._put(_Parsed(part, self._raw.tell())):
+                    return
+            self._put(self._END)
+        except BaseException as exc:  # handed to the writer, which raises it
+            self._put(exc)
+
+    def __iter__(self) -> Iterator[_Parsed]:
+        while True:
+            item = self._ready.get()
+            if item is self._END:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            assert isinstance(item, _Parsed)
+            yield item
+
+    def close(self) -> None:
+        """Stop reading (the writer stopped early, or finished) and wait for the thread."""
+        self._stop.set()
+        self._thread.join()
+
+
 def import_matches(
     *,
     sessions: Callable[[], Session],
@@ -150,16 +217,19 @@ def import_matches(
     raw, lines = _open(path)
     show = stream.isatty() if progress is None else progress
     bar = Progress(stream, os.fstat(raw.fileno()).st_size) if show else None
+    reader = _Reader(raw, lines, chunk)
     try:
-        for part in _chunks(lines, chunk):
+        for parsed in reader:
+            part = parsed.lines
             numbers = [number for number, _ in part]
             summary.read += len(part)
             _import_chunk(sessions, ladder_id, [body for _, body in part], numbers, summary)
             if bar is not None:
-                bar.show(raw.tell(), summary.read)
+                bar.show(parsed.position, summary.read)
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise ImportFailed(f"{path}: cannot be read: {exc}") from None
     finally:
+        reader.close()
         if bar is not None:
             bar.close()
         lines.close()
