@@ -817,7 +817,7 @@ def _insert_ratings(
 ) -> None:
     """Ratings at the prior for those of ``players`` the ladder does not know yet."""
     prior = config.model.rating()
-    repositories.insert_missing_ratings(
+    repositories.insert_players(
         session=session,
         ladder_id=ladder.id,
         player_ids=players,

@@ -1029,6 +1029,52 @@ def lock_players(
     return [RatingState(*row[:5]) for row in rows], [row[5] for row in rows]
 
 
+_INSERT_PLAYERS_SQL = text(
+    "INSERT INTO ratings (ladder_id, player_id, mu, sigma, conservative, matches, "
+    "last_played_at, updated_at) "
+    "SELECT :ladder_id, p.player_id, :mu, :sigma, :conservative, 0, NULL, :now "
+    "FROM unnest(CAST(:player_ids AS VARCHAR[])) AS p(player_id) ORDER BY p.player_id "
+    "ON CONFLICT (ladder_id, player_id) DO NOTHING"
+).bindparams(bindparam("now", type_=DateTime(timezone=True)))
+
+
+def insert_players(
+    *,
+    session: Session,
+    ladder_id: str,
+    player_ids: Sequence[str],
+    mu: float,
+    sigma: float | None,
+    conservative: float,
+    now: datetime,
+) -> None:
+    """:func:`insert_missing_ratings` for the few players of one match: on PostgreSQL one
+    statement with the ids as one array (in player id order, as the locks), without
+    building it each time."""
+    if _dialect(session) != "postgresql":
+        insert_missing_ratings(
+            session=session,
+            ladder_id=ladder_id,
+            player_ids=player_ids,
+            mu=mu,
+            sigma=sigma,
+            conservative=conservative,
+            now=now,
+        )
+        return
+    session.execute(
+        _INSERT_PLAYERS_SQL,
+        {
+            "ladder_id": ladder_id,
+            "player_ids": list(player_ids),
+            "mu": mu,
+            "sigma": sigma,
+            "conservative": conservative,
+            "now": now,
+        },
+    )
+
+
 _WRITE_MATCH_SQL = text(
     """
 WITH new_match AS (
