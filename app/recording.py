@@ -765,6 +765,15 @@ def _ladder_of(ladder_id: str, algorithm: str, params: str) -> tuple[Ladder, Lad
     return ladder, ladder_config(ladder)
 
 
+#: How many (ladder, player) pairs :data:`_rated` holds at most (then it starts afresh).
+RATED_HINTS = 100_000
+
+#: (ladder, player) pairs this process has found rated: a hint only. A match of such
+#: players locks them first; a match with others inserts them first (one statement more).
+#: A wrong hint (a player since removed by a void) costs a restart, never a wrong answer.
+_rated: set[tuple[str, str]] = set()
+
+
 def _begin(
     *,
     session: Session,
@@ -772,15 +781,15 @@ def _begin(
     ladder_id: str,
     players: list[str],
     now: datetime,
-    first: bool,
+    insert_first: bool,
 ) -> tuple[Ladder, LadderConfig, list[repositories.RatingState], list[str]] | None:
     """Check the write key (by its ``digest``), read the ladder (share-locked on
     PostgreSQL) and lock the ratings of ``players`` (sorted) in player id order; returns
     the ladder, its configuration, the locked ratings and their row ids.
 
-    Missing ratings are inserted at the prior: on SQLite (whose write lock is held) after
-    the first lock, then locked again; on PostgreSQL, the ``first`` time, not at all (None
-    is returned, to start again), else before any lock is taken.
+    Missing ratings are inserted at the prior: with ``insert_first`` (PostgreSQL) before
+    any lock is taken; else on SQLite (whose write lock is held) after the lock, then
+    locked again, and on PostgreSQL not at all: None is returned, to start again.
     """
     found = repositories.key_and_ladder(
         session=session,
@@ -794,13 +803,13 @@ def _begin(
         raise NotFound(f"ladder: no ladder {ladder_id[:64]!r}")
     ladder, config = _ladder_of(ladder_id, found.algorithm, found.params)
     postgres = session.get_bind().dialect.name == "postgresql"
-    if not first:
+    if insert_first:
         _insert_ratings(session=session, ladder=ladder, config=config, players=players, now=now)
     states, row_ids = repositories.lock_players(
         session=session, ladder_id=ladder.id, player_ids=players
     )
     if len(states) < len(players):
-        if postgres and first:
+        if postgres and not insert_first:
             return None
         # SQLite; or on PostgreSQL a player deleted (by a void) in between: rare.
         known = {state.player_id for state in states}
@@ -838,8 +847,8 @@ def record_one(
     What a batch of one does (:func:`record_matches`: the same rating step, result document
     and rows), in fewer statements. On PostgreSQL: the key and the ladder (share-locked, so
     a parameter change waits for this match and this match for it) in one statement; the
-    players' ratings locked in player id order (if some are new, the transaction starts
-    again and inserts them before it locks); and ONE statement that stores the match, its
+    players' ratings locked in player id order (players not seen rated before are first
+    inserted if new); and ONE statement that stores the match, its
     participants, the history and the new ratings, or nothing when the match_id exists
     already. The seq is drawn by that last statement, with the players' rows locked, so
     matches sharing a player get seqs in the order they were applied. On SQLite the
@@ -849,13 +858,19 @@ def record_one(
     digest = auth.hash_key(key)
     postgres = session.get_bind().dialect.name == "postgresql"
     players = sorted({player for team in body.teams for player in team})
+    # A transaction never inserts ratings while it holds rating locks (two matches
+    # creating each other's players would deadlock): players not all seen rated before
+    # are inserted (if new) before anything is locked.
     begun = _begin(
-        session=session, digest=digest, ladder_id=ladder_id, players=players, now=now, first=True
+        session=session,
+        digest=digest,
+        ladder_id=ladder_id,
+        players=players,
+        now=now,
+        insert_first=postgres and not all((ladder_id, p) in _rated for p in players),
     )
     if begun is None:
-        # New players on PostgreSQL. A transaction never inserts ratings while it holds
-        # rating locks (two matches creating each other's players would deadlock): start
-        # again, and insert them before taking any lock.
+        # Some were not there after all (removed by a void): start again, inserting first.
         session.rollback()
         begun = _begin(
             session=session,
@@ -863,10 +878,13 @@ def record_one(
             ladder_id=ladder_id,
             players=players,
             now=now,
-            first=False,
+            insert_first=True,
         )
         assert begun is not None
     ladder, config, states, row_ids = begun
+    if len(_rated) > RATED_HINTS:
+        _rated.clear()
+    _rated.update((ladder_id, p) for p in players)
 
     canonical = canonical_request(body)
     incoming = _Incoming(
