@@ -765,13 +765,14 @@ def _ladder_of(ladder_id: str, algorithm: str, params: str) -> tuple[Ladder, Lad
     return ladder, ladder_config(ladder)
 
 
-#: How many (ladder, player) pairs :data:`_rated` holds at most (then it starts afresh).
-RATED_HINTS = 100_000
+#: How many players :data:`_rated` holds at most (then it starts afresh): a few MB.
+RATED_HINTS = 50_000
 
-#: (ladder, player) pairs this process has found rated: a hint only. A match of such
-#: players locks them first; a match with others inserts them first (one statement more).
-#: A wrong hint (a player since removed by a void) costs a restart, never a wrong answer.
-_rated: set[tuple[str, str]] = set()
+#: Hashes of (ladder, player) pairs this process has found rated: a hint only. A match of
+#: such players locks them first; a match with others inserts them first (one statement
+#: more). A wrong hint (a player since removed by a void, or a hash collision) costs a
+#: restart, never a wrong answer.
+_rated: set[int] = set()
 
 
 def _begin(
@@ -867,7 +868,7 @@ def record_one(
         ladder_id=ladder_id,
         players=players,
         now=now,
-        insert_first=postgres and not all((ladder_id, p) in _rated for p in players),
+        insert_first=postgres and not all(hash((ladder_id, p)) in _rated for p in players),
     )
     if begun is None:
         # Some were not there after all (removed by a void): start again, inserting first.
@@ -884,7 +885,7 @@ def record_one(
     ladder, config, states, row_ids = begun
     if len(_rated) > RATED_HINTS:
         _rated.clear()
-    _rated.update((ladder_id, p) for p in players)
+    _rated.update(hash((ladder_id, p)) for p in players)
 
     canonical = canonical_request(body)
     incoming = _Incoming(
