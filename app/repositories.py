@@ -81,12 +81,14 @@ def list_ladders(*, session: Session, after: str | None, limit: int) -> list[Lad
 
 
 def count_players(*, session: Session, ladder_ids: Sequence[str]) -> dict[str, int]:
+    """Players per ladder: the sum of its rating buckets (a few thousand rows at most),
+    which count every rating exactly, rather than a count of a million rating rows."""
     rows = session.execute(
-        select(PlayerRating.ladder_id, func.count())
-        .where(PlayerRating.ladder_id.in_(ladder_ids))
-        .group_by(PlayerRating.ladder_id)
+        select(RatingBucket.ladder_id, func.coalesce(func.sum(RatingBucket.players), 0))
+        .where(RatingBucket.ladder_id.in_(ladder_ids))
+        .group_by(RatingBucket.ladder_id)
     )
-    return {ladder_id: count for ladder_id, count in rows}
+    return {ladder_id: int(count) for ladder_id, count in rows}
 
 
 def count_matches(*, session: Session, ladder_ids: Sequence[str]) -> dict[str, int]:
@@ -449,7 +451,7 @@ def rating_bucket(conservative: float, width: float) -> int:
 
 
 @cache
-def _count_ahead_statement(dialect: str, qualified: bool) -> Executable:
+def _count_ahead_statement(dialect: str, qualified: bool, own_writes: bool) -> Executable:
     if qualified:
         # The buckets count every player: those with enough matches are counted one by one.
         return (
@@ -475,9 +477,10 @@ def _count_ahead_statement(dialect: str, qualified: bool) -> Executable:
         RatingBucket.ladder_id == _LADDER, RatingBucket.bucket > bucket
     )
     total = above.scalar_subquery() + in_bucket.scalar_subquery()
-    if dialect == "postgresql":
+    if dialect == "postgresql" and own_writes:
         # This transaction's own changes wait in rating_bucket_deltas until it commits
-        # (a seeded player's rank is read in the transaction that seeds it).
+        # (a seeded player's rank is read in the transaction that seeds it). Reads leave
+        # that table alone: it is unlogged, which a streaming replica cannot read.
         pending = select(func.coalesce(func.sum(RatingBucketDelta.players), 0)).where(
             RatingBucketDelta.txid == func.txid_current_if_assigned(),
             RatingBucketDelta.ladder_id == _LADDER,
@@ -495,6 +498,7 @@ def count_ahead(
     conservative: float,
     player_id: str,
     min_matches: int,
+    own_writes: bool = False,
 ) -> int:
     """How many players rank ahead of the key (conservative, player_id) on the leaderboard.
 
@@ -502,6 +506,7 @@ def count_ahead(
     ``rating_buckets``, plus those ahead of it in its own bucket, by a range scan of
     ``ix_ratings_leaderboard`` no wider than a bucket. With ``min_matches`` the buckets do
     not apply (they count every player): the players ahead are counted one by one.
+    ``own_writes``: this transaction changed ratings, and its rank must include them.
     """
     parameters: dict[str, Any] = {
         "ladder_id": ladder_id,
@@ -517,7 +522,7 @@ def count_ahead(
         parameters["bucket_end"] = (
             (bucket + 1) * bucket_width if bucket < BUCKET_LIMIT else math.inf
         )
-    query = _count_ahead_statement(_dialect(session), min_matches > 0)
+    query = _count_ahead_statement(_dialect(session), min_matches > 0, own_writes)
     return int(session.scalar(query, parameters) or 0)
 
 

@@ -440,7 +440,9 @@ def leaderboard(
     return LeaderboardPage(entries=entries, next_cursor=next_cursor)
 
 
-def _player_view(*, session: Session, ladder: Ladder, row: PlayerRating) -> PlayerOut:
+def _player_view(
+    *, session: Session, ladder: Ladder, row: PlayerRating, own_writes: bool = False
+) -> PlayerOut:
     ahead = repositories.count_ahead(
         session=session,
         ladder_id=ladder.id,
@@ -448,6 +450,7 @@ def _player_view(*, session: Session, ladder: Ladder, row: PlayerRating) -> Play
         conservative=row.conservative,
         player_id=row.player_id,
         min_matches=0,
+        own_writes=own_writes,
     )
     return PlayerOut(
         ladder=ladder.id,
@@ -518,7 +521,7 @@ def seed_player(
             sigma_after=config.stored_sigma(new),
         ),
     )
-    return _player_view(session=session, ladder=ladder, row=row)
+    return _player_view(session=session, ladder=ladder, row=row, own_writes=True)
 
 
 def player_history(

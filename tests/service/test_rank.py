@@ -19,10 +19,11 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import text
+from sqlalchemy.dialects import postgresql
 
 from app.cli import main
 from app.db import downgrade, get_engine, upgrade
-from app.repositories import BUCKET_LIMIT, rating_bucket
+from app.repositories import BUCKET_LIMIT, _count_ahead_statement, rating_bucket
 from app.services import bucket_width
 from tests.service.helpers import all_pages, create_ladder
 from tests.service.oracle import random_matches
@@ -76,6 +77,8 @@ def assert_ranks_exact(
     for player_id in players if players is not None else [p for _, p in ratings]:
         found = client.get(f"/v1/ladders/{ladder}/players/{player_id}").json()
         assert found["rank"] == brute_rank(ratings, found["conservative"], player_id), found
+    # The ladder's player count is the buckets' sum: it must equal the rows.
+    assert client.get(f"/v1/ladders/{ladder}").json()["players"] == len(ratings)
     assert_buckets_exact(url)
 
 
@@ -100,6 +103,17 @@ def test_bucket_of_a_rating_is_floor_of_the_quotient() -> None:
     assert bucket_width("trueskill", {"sigma": 25 / 3}) == 0.25
     assert bucket_width("elo", {"scale": 400.0}) == 4.0
     assert bucket_width("plackett_luce", {"sigma": 1e-9}) == 2.0**-35
+
+
+def test_reads_leave_the_unlogged_deltas_alone() -> None:
+    """A streaming replica cannot read an unlogged table: only a transaction that wrote
+    ratings reads ``rating_bucket_deltas``."""
+    dialect = postgresql.dialect()
+    for qualified in (False, True):
+        read = str(_count_ahead_statement("postgresql", qualified, False).compile(dialect=dialect))
+        assert "rating_bucket_deltas" not in read
+    written = _count_ahead_statement("postgresql", False, True).compile(dialect=dialect)
+    assert "rating_bucket_deltas" in str(written)
 
 
 def test_ladders_store_their_bucket_width(client: TestClient, database_url: str) -> None:
