@@ -304,42 +304,9 @@ def _out(config: LadderConfig, mu: float, sigma: float) -> dict[str, float | Non
     return {"mu": mu, "sigma": None, "conservative": mu}
 
 
-def result_document(
-    *,
-    config: LadderConfig,
-    ladder_id: str,
-    match_id: str,
-    seq: int,
-    played_at: datetime,
-    recorded_at: datetime,
-    quality: float,
-    teams: Sequence[Sequence[str]],
-    ranks: Sequence[int],
-    weights: Sequence[Sequence[float]] | None,
-    before: tuple[list[float], list[float]],
-    after: tuple[list[float], list[float]],
-    offset: int,
-    meta: dict[str, Any] | None,
-    voided_at: datetime | None = None,
-) -> str:
-    """The match result (``schemas.MatchResult``) as JSON text; ``before`` and ``after`` are
-    (mu, sigma) lists over all participants, this match's starting at ``offset``."""
-    head, tail = result_parts(
-        config=config,
-        ladder_id=ladder_id,
-        match_id=match_id,
-        played_at=played_at,
-        recorded_at=recorded_at,
-        quality=quality,
-        teams=teams,
-        ranks=ranks,
-        weights=weights,
-        before=before,
-        after=after,
-        offset=offset,
-        meta=meta,
-        voided_at=voided_at,
-    )
+def with_seq(parts: tuple[str, str], seq: int) -> str:
+    """A result document from :func:`result_parts` and the match's seq."""
+    head, tail = parts
     return f"{head}{seq}{tail}"
 
 
@@ -358,10 +325,12 @@ def result_parts(
     after: tuple[list[float], list[float]],
     offset: int,
     meta: dict[str, Any] | None,
-    voided_at: datetime | None = None,
 ) -> tuple[str, str]:
-    """:func:`result_document` without its seq: the text before the seq's digits and the
-    text after them, for a match whose seq the database assigns as it stores the match."""
+    """The match result (``schemas.MatchResult``) as JSON text, without its seq: the text
+    before the seq's digits and the text after them (:func:`with_seq` joins them; the
+    database may draw the seq as it stores the match). ``before`` and ``after`` are
+    (mu, sigma) lists over all participants, this match's starting at ``offset``. A match
+    counts when it is rated: voiding rewrites its document (``app.rerate``)."""
     team_docs = []
     k = offset
     for j, team in enumerate(teams):
@@ -386,8 +355,8 @@ def result_parts(
             "quality": quality,
             "teams": team_docs,
             "meta": meta,
-            "voided": voided_at is not None,
-            "voided_at": rfc3339(voided_at) if voided_at is not None else None,
+            "voided": False,
+            "voided_at": None,
         }
     )
     return f'{head[:-1]},"seq":', f",{tail[1:]}"
@@ -488,6 +457,16 @@ def _stored(incoming: _Incoming, stored: repositories.StoredMatch, label: Label)
             index=incoming.index,
         )
     return stored.result
+
+
+def _stored_answer(session: Session, ladder_id: str, incoming: _Incoming) -> str | None:
+    """The stored answer to a lone match whose match_id was recorded before (None: it was
+    not): :func:`_stored`'s retry or conflict."""
+    known = repositories.find_matches(
+        session=session, ladder_id=ladder_id, match_ids=[incoming.match_id]
+    )
+    stored = known.get(incoming.match_id)
+    return None if stored is None else _stored(incoming, stored, single)
 
 
 def single(index: int) -> str:
@@ -638,21 +617,23 @@ def _apply(
     for n, (m, plan, seq) in enumerate(zip(fresh, planned, seqs, strict=True)):
         ranks = dense_ranks(plan.outcome)
         offset = rated.offsets[n]
-        text = result_document(
-            config=config,
-            ladder_id=ladder.id,
-            match_id=m.match_id,
-            seq=seq,
-            played_at=m.played_at,
-            recorded_at=now,
-            quality=quality[n],
-            teams=plan.teams,
-            ranks=ranks,
-            weights=plan.weights,
-            before=before,
-            after=after,
-            offset=offset,
-            meta=m.body.meta,
+        text = with_seq(
+            result_parts(
+                config=config,
+                ladder_id=ladder.id,
+                match_id=m.match_id,
+                played_at=m.played_at,
+                recorded_at=now,
+                quality=quality[n],
+                teams=plan.teams,
+                ranks=ranks,
+                weights=plan.weights,
+                before=before,
+                after=after,
+                offset=offset,
+                meta=m.body.meta,
+            ),
+            seq,
         )
         results[m.index] = (text, True)
         match_rows.append(
@@ -898,11 +879,9 @@ def record_one(
     )
     if body.match_id is not None and not postgres:
         # SQLite: the write lock is held, so what is stored now stays so until the commit.
-        known = repositories.find_matches(
-            session=session, ladder_id=ladder.id, match_ids=[incoming.match_id]
-        )
-        if incoming.match_id in known:
-            return (_stored(incoming, known[incoming.match_id], single), False), False
+        stored = _stored_answer(session, ladder.id, incoming)
+        if stored is not None:
+            return (stored, False), False
 
     table = _table_of(states)
     plan = Planned(
@@ -917,11 +896,9 @@ def record_one(
     except MatchRefused:
         if body.match_id is not None and postgres:
             # Another body under a stored match_id is a conflict, whatever it holds.
-            known = repositories.find_matches(
-                session=session, ladder_id=ladder.id, match_ids=[incoming.match_id]
-            )
-            if incoming.match_id in known:
-                return (_stored(incoming, known[incoming.match_id], single), False), False
+            stored = _stored_answer(session, ladder.id, incoming)
+            if stored is not None:
+                return (stored, False), False
         raise
     before = (rated.before_mu.tolist(), rated.before_sigma.tolist())
     after = (rated.after_mu.tolist(), rated.after_sigma.tolist())
@@ -975,17 +952,14 @@ def record_one(
         )
         if seq is None:
             # Recorded meanwhile (the insert waited for that transaction): nothing was written.
-            known = repositories.find_matches(
-                session=session, ladder_id=ladder.id, match_ids=[incoming.match_id]
-            )
-            stored = known.get(incoming.match_id)
+            stored = _stored_answer(session, ladder.id, incoming)
             if stored is None:  # and gone again: its ladder was deleted meanwhile
                 raise NotFound(f"ladder: no ladder {ladder_id[:64]!r}")
-            return (_stored(incoming, stored, single), False), False
-        return (f"{head}{seq}{tail}", True), True
+            return (stored, False), False
+        return (with_seq((head, tail), seq), True), True
 
     (seq,) = repositories.allocate_match_seqs(session=session, count=1)
-    document = f"{head}{seq}{tail}"
+    document = with_seq((head, tail), seq)
     repositories.insert_rows(
         session=session, table=MATCHES, rows=[{**match, "seq": seq, "result": document}]
     )

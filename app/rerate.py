@@ -33,8 +33,9 @@ from app.recording import (
     day_of,
     participant_rows,
     rate,
-    result_document,
+    result_parts,
     rfc3339,
+    with_seq,
 )
 from app.repositories import HistoryRow, MatchRow
 from app.schemas import LadderUpdate, LadderUpdated, RebuildResult, VoidResult
@@ -186,21 +187,23 @@ def _replay_scope(
             {
                 "seq": stored.seq,
                 "quality": quality[n],
-                "result": result_document(
-                    config=config,
-                    ladder_id=ladder.id,
-                    match_id=stored.match_id,
-                    seq=stored.seq,
-                    played_at=plan.played_at,
-                    recorded_at=stored.recorded_at,
-                    quality=quality[n],
-                    teams=plan.teams,
-                    ranks=ranks,
-                    weights=plan.weights,
-                    before=before,
-                    after=after,
-                    offset=offset,
-                    meta=stored.meta,
+                "result": with_seq(
+                    result_parts(
+                        config=config,
+                        ladder_id=ladder.id,
+                        match_id=stored.match_id,
+                        played_at=plan.played_at,
+                        recorded_at=stored.recorded_at,
+                        quality=quality[n],
+                        teams=plan.teams,
+                        ranks=ranks,
+                        weights=plan.weights,
+                        before=before,
+                        after=after,
+                        offset=offset,
+                        meta=stored.meta,
+                    ),
+                    stored.seq,
                 ),
                 "voided_at": None,
             }
