@@ -24,8 +24,12 @@ ceiling's rate for the same worker count (for reads, to the 1 v 1 ceiling). Afte
 the peak resident memory (``VmHWM``) and the current one (``VmRSS``) of every worker
 process is read from ``/proc``.
 
-The client is Python too and shares the machine's cores with the server and the database,
-so the ceiling row is also the client's own limit: read the ratios, not only the rates.
+The load generator shares the machine's cores with the server and the database. With wrk
+installed (``--load-generator auto``, the default, or ``wrk``) it drives every case for
+``--seconds`` after a short warm-up, two threads over the same connections, and costs the
+machine a few percent of a core; the Python client costs about a millisecond of CPU per
+request, so with it the ceiling row is the client's own limit rather than the minimal
+app's (``--load-generator python`` measures a fixed count of requests that way).
 The CPU columns are the CPU time the server's workers, and the PostgreSQL backends
 serving them, spent per request (per match for batches) during the timed requests: on a
 shared machine they move far less with the load than rates and latencies do.
@@ -506,9 +510,117 @@ class Row:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+#: Drives the requests with wrk for ``seconds`` each (``--load-generator wrk``) instead of
+#: the Python client; set by ``main``.
+WRK: dict[str, float] = {}
+
+#: wrk's script: each of its threads cycles through the requests of a file (one per line:
+#: method, path and body separated by tabs), thread ``i`` of ``T`` taking requests
+#: ``i, i + T, ...``. Past the end of the list the match ids get a prefix per round, so
+#: every POSTed match is new. ``done`` prints the figures as one JSON line.
+WRK_SCRIPT = r"""
+local counter = 1
+function setup(thread)
+  thread:set("id", counter)
+  counter = counter + 1
+end
+
+function init(args)
+  requests = {}
+  for line in io.lines(args[1]) do
+    local method, path, body = line:match("^([^\t]*)\t([^\t]*)\t(.*)$")
+    requests[#requests + 1] = {method, path, body}
+  end
+  step = tonumber(args[2])
+  headers = {["Authorization"] = "Bearer " .. args[3], ["Content-Type"] = "application/json"}
+  index = id - 1
+end
+
+function request()
+  local n = #requests
+  local r = requests[index % n + 1]
+  local round = math.floor(index / n)
+  index = index + step
+  local body = r[3]
+  if body == "" then
+    body = nil
+  elseif round > 0 then
+    body = (body:gsub('"match_id":"', '"match_id":"r' .. round .. '-'))
+  end
+  return wrk.format(r[1], r[2], headers, body)
+end
+
+function done(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    '{"requests":%d,"duration_us":%d,"p50":%d,"p95":%d,"p99":%d,"status_errors":%d,' ..
+    '"socket_errors":%d}\n',
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(95),
+    latency:percentile(99), e.status, e.connect + e.read + e.write + e.timeout))
+end
+"""
+
+
+def _wrk(
+    base_url: str, key: str, connections: int, requests: list[list[Any]], seconds: float
+) -> dict[str, Any]:
+    """Drive ``requests`` with wrk for ``seconds``: two threads (one per core here),
+    ``connections`` keep-alive connections, each sending its next request as soon as the
+    previous answer is in (a closed loop, like the Python client)."""
+    threads = max(1, min(2, connections))
+    with tempfile.TemporaryDirectory(prefix="ratings-wrk-") as scratch:
+        script = Path(scratch) / "requests.lua"
+        script.write_text(WRK_SCRIPT)
+        listing = Path(scratch) / "requests.tsv"
+        listing.write_text(
+            "".join(f"{method}\t{path}\t{body or ''}\n" for method, path, body in requests)
+        )
+        done = subprocess.run(
+            [
+                "wrk",
+                f"-t{threads}",
+                f"-c{connections}",
+                f"-d{max(1, round(seconds))}s",
+                "--timeout",
+                "120s",
+                "-s",
+                str(script),
+                base_url,
+                "--",
+                str(listing),
+                str(threads),
+                key,
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"wrk failed: {done.stdout[-1000:]} {done.stderr[-1000:]}")
+    figures = json.loads(lines[-1])
+    count = int(figures["requests"])
+    failed = int(figures["status_errors"]) + int(figures["socket_errors"])
+    return {
+        "count": count,
+        "wall": figures["duration_us"] / 1e6,
+        "p50": figures["p50"] / 1e6,
+        "p95": figures["p95"] / 1e6,
+        "p99": figures["p99"] / 1e6,
+        "statuses": {"2xx": count - failed, "error": failed} if failed else {"2xx": count},
+        "error": f"{failed} answers were errors or failed sockets (wrk)" if failed else "",
+    }
+
+
 def _client(
     base_url: str, key: str, connections: int, warmup: list[list[Any]], requests: list[list[Any]]
 ) -> dict[str, Any]:
+    if WRK:
+        if warmup:
+            _wrk(base_url, key, connections, warmup, WRK["warmup"])
+        if not requests:
+            return {"count": 0, "wall": 0.0, "statuses": {}, "error": ""}
+        return _wrk(base_url, key, connections, requests, WRK["seconds"])
     spec = {
         "base_url": base_url,
         "key": key,
@@ -881,10 +993,22 @@ def main() -> int:
     parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--format", choices=["table", "markdown"], default="table")
+    parser.add_argument(
+        "--load-generator",
+        choices=["auto", "python", "wrk"],
+        default="auto",
+        help="who sends the requests: wrk (auto: when installed) or the Python client",
+    )
+    parser.add_argument("--seconds", type=float, default=10.0, help="length of each timed wrk run")
     args = parser.parse_args()
     if args.client:
         return client_main()
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    use_wrk = args.load_generator == "wrk" or (
+        args.load_generator == "auto" and shutil.which("wrk") is not None
+    )
+    if use_wrk:
+        WRK.update(seconds=args.seconds, warmup=max(1.0, args.seconds / 5))
     args.workers = [int(w) for w in args.workers.split(",")]
     databases = [d for d in args.databases.split(",") if d]
 
@@ -951,6 +1075,15 @@ def main() -> int:
                 f"- {row.database}: {plan.players:,} players seeded via {row.extra['seeded_via']}"
             )
     print(f"- machine: {machine()}")
+    if WRK:
+        print(
+            f"- load generator: wrk, 2 threads, {args.connections} connections, "
+            f"{WRK['seconds']:g} s per case after {WRK['warmup']:g} s of warm-up"
+        )
+    else:
+        print(
+            f"- load generator: the Python client (asyncio, httpx), {args.connections} connections"
+        )
     print(
         f"- load average before / after: {load_before} / {loadavg()}; "
         f"wall time {time.perf_counter() - started:.0f} s"
