@@ -54,6 +54,20 @@ def get_ladder(*, session: Session, ladder_id: str) -> Ladder | None:
     return session.get(Ladder, ladder_id)
 
 
+@cache
+def _read_ladder_statement() -> Executable:
+    table = Ladder.__table__
+    return select(*table.c).where(table.c.id == bindparam("ladder_id", type_=String))
+
+
+def read_ladder(*, session: Session, ladder_id: str) -> Ladder | None:
+    """The ladder for a read: its row by one plain query, as a ``Ladder`` that belongs to no
+    session. Loading it into the session (identity map, change tracking) cost a read more
+    CPU time than the query itself. Only for looking at: a change to it is never saved."""
+    row = session.execute(_read_ladder_statement(), {"ladder_id": ladder_id}).first()
+    return None if row is None else Ladder(**row._mapping)
+
+
 def lock_ladder(*, session: Session, ladder_id: str, share: bool) -> Ladder | None:
     """The ladder, read again and row-locked: ``share`` (recording matches) lets many
     transactions hold it at once; otherwise (changing parameters) one alone."""
@@ -369,12 +383,20 @@ def get_rating(*, session: Session, ladder_id: str, player_id: str) -> PlayerRat
     return session.get(PlayerRating, (ladder_id, player_id))
 
 
+def read_rating(*, session: Session, ladder_id: str, player_id: str) -> RatingRow | None:
+    """A player's rating as plain columns, for a read (see :func:`read_ladder`)."""
+    row = session.execute(
+        _read_rating_statement(), {"ladder_id": ladder_id, "player_id": player_id}
+    ).first()
+    return None if row is None else RatingRow(*row)
+
+
 def lock_rating(*, session: Session, ladder_id: str, player_id: str) -> PlayerRating | None:
     return lock_ratings(session=session, ladder_id=ladder_id, player_ids=[player_id]).get(player_id)
 
 
-class LeaderboardRow(NamedTuple):
-    """A leaderboard entry's columns."""
+class RatingRow(NamedTuple):
+    """A rating's columns as a leaderboard entry or a player's page shows them."""
 
     player_id: str
     mu: float
@@ -405,16 +427,28 @@ def _ahead_of_key() -> ColumnElement[bool]:
 
 
 @cache
+def _read_rating_statement() -> Executable:
+    return select(*_rating_columns()).where(
+        PlayerRating.ladder_id == _LADDER, PlayerRating.player_id == _KEY_PLAYER
+    )
+
+
+def _rating_columns() -> tuple[Any, ...]:
+    """The columns of :class:`RatingRow`, in its order."""
+    return (
+        PlayerRating.player_id,
+        PlayerRating.mu,
+        PlayerRating.sigma,
+        PlayerRating.conservative,
+        PlayerRating.matches,
+        PlayerRating.last_played_at,
+    )
+
+
+@cache
 def _leaderboard_statement(after: bool, qualified: bool) -> Executable:
     query = (
-        select(
-            PlayerRating.player_id,
-            PlayerRating.mu,
-            PlayerRating.sigma,
-            PlayerRating.conservative,
-            PlayerRating.matches,
-            PlayerRating.last_played_at,
-        )
+        select(*_rating_columns())
         .where(PlayerRating.ladder_id == _LADDER)
         .order_by(PlayerRating.conservative.desc(), PlayerRating.player_id)
         .limit(bindparam("limit", type_=Integer))
@@ -441,7 +475,7 @@ def leaderboard(
     after: tuple[float, str] | None,
     limit: int,
     min_matches: int,
-) -> list[LeaderboardRow]:
+) -> list[RatingRow]:
     """One page of the leaderboard after the key ``after`` (an index range scan of
     ``ix_ratings_leaderboard``), as plain rows: a page is read, never changed, and loading
     ORM objects (identity map, change tracking) cost more than the query itself."""
@@ -451,7 +485,7 @@ def leaderboard(
     if after is not None:
         parameters["conservative"], parameters["player_id"] = after
     query = _leaderboard_statement(after is not None, min_matches > 0)
-    return [LeaderboardRow(*row) for row in session.execute(query, parameters)]
+    return [RatingRow(*row) for row in session.execute(query, parameters)]
 
 
 #: Buckets are clamped to +-2**53 (migration 0004): the outermost two are open-ended.

@@ -260,11 +260,14 @@ def list_ladders(*, session: Session, limit: int, cursor: str | None) -> LadderP
     )
 
 
-def get_ladder(*, session: Session, ladder_id: str) -> Ladder:
+def get_ladder(*, session: Session, ladder_id: str, detached: bool = False) -> Ladder:
+    """The ladder, or a 404. ``detached``: for a read, which never changes the ladder (see
+    :func:`repositories.read_ladder`)."""
     # An id that breaks the id rules cannot exist; it is not even looked up.
     ladder = None
     if LADDER_ID.fullmatch(ladder_id):
-        ladder = repositories.get_ladder(session=session, ladder_id=ladder_id)
+        read = repositories.read_ladder if detached else repositories.get_ladder
+        ladder = read(session=session, ladder_id=ladder_id)
     if ladder is None:
         raise NotFound(f"ladder: no ladder {ladder_id[:64]!r}")
     return ladder
@@ -441,7 +444,11 @@ def leaderboard(
 
 
 def _player_view(
-    *, session: Session, ladder: Ladder, row: PlayerRating, own_writes: bool = False
+    *,
+    session: Session,
+    ladder: Ladder,
+    row: PlayerRating | repositories.RatingRow,
+    own_writes: bool = False,
 ) -> PlayerOut:
     ahead = repositories.count_ahead(
         session=session,
@@ -469,7 +476,7 @@ def _unknown_player(ladder: Ladder, player_id: str) -> NotFound:
 
 
 def get_player(*, session: Session, ladder: Ladder, player_id: str) -> PlayerOut:
-    row = repositories.get_rating(session=session, ladder_id=ladder.id, player_id=player_id)
+    row = repositories.read_rating(session=session, ladder_id=ladder.id, player_id=player_id)
     if row is None:
         raise _unknown_player(ladder, player_id)
     return _player_view(session=session, ladder=ladder, row=row)
@@ -527,7 +534,7 @@ def seed_player(
 def player_history(
     *, session: Session, ladder: Ladder, player_id: str, limit: int, cursor: str | None
 ) -> HistoryPage:
-    if repositories.get_rating(session=session, ladder_id=ladder.id, player_id=player_id) is None:
+    if repositories.read_rating(session=session, ladder_id=ladder.id, player_id=player_id) is None:
         raise _unknown_player(ladder, player_id)
     before_id = None
     if cursor is not None:

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from app import services
 from app.auth import presented_write_key, require_admin, require_read, require_write
-from app.db import get_session, writer_turn
+from app.db import get_session, is_read_only, writer_turn
 from app.models import Ladder
 from app.schemas import DEFAULT_PAGE, MAX_PAGE
 
@@ -58,7 +58,11 @@ async def answer(
     """
 
     def run() -> str:
-        ladder = services.get_ladder(session=session, ladder_id=ladder_id)
+        # A read route's session is marked read-only by its key check: the ladder is then
+        # only looked at, and read without loading it into the session.
+        ladder = services.get_ladder(
+            session=session, ladder_id=ladder_id, detached=is_read_only(session)
+        )
         text = work(ladder).model_dump_json()
         session.commit()
         return text

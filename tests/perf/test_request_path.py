@@ -168,6 +168,39 @@ class TestOneTripRoutes:
         assert player["conservative"] == pytest.approx(30.0 - 3 * 2.0)
 
 
+class TestPlainReads:
+    """Reads load the ladder and a player's rating with plain queries, not into the session."""
+
+    def test_same_values_as_the_session_loads(self, client: TestClient, database_url: str) -> None:
+        from app import repositories
+        from app.models import Ladder, PlayerRating
+
+        _ladder(client)
+        client.put("/v1/ladders/speed/players/eve", json={"mu": 31.25, "sigma": 2.5})
+        session = session_factory(get_engine(database_url))()
+        try:
+            ladder = repositories.read_ladder(session=session, ladder_id="speed")
+            rating = repositories.read_rating(session=session, ladder_id="speed", player_id="eve")
+            assert not session.identity_map  # nothing was loaded into the session
+            stored = session.get(Ladder, "speed")
+            row = session.get(PlayerRating, ("speed", "eve"))
+            assert ladder is not None and stored is not None
+            assert rating is not None and row is not None
+            columns = Ladder.__table__.columns.keys()
+            assert {c: getattr(ladder, c) for c in columns} == {
+                c: getattr(stored, c) for c in columns
+            }
+            assert ladder not in session
+            assert rating._asdict() == {name: getattr(row, name) for name in rating._fields}
+            assert rating.mu == 31.25 and rating.sigma == 2.5
+            assert repositories.read_ladder(session=session, ladder_id="none") is None
+            assert (
+                repositories.read_rating(session=session, ladder_id="speed", player_id="x") is None
+            )
+        finally:
+            session.close()
+
+
 class TestIdleConnections:
     def test_a_connection_cut_while_idle_is_replaced_unseen(
         self, database_url: str, monkeypatch: pytest.MonkeyPatch
