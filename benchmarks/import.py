@@ -12,12 +12,14 @@ migrated with Alembic, given one ladder, and loaded through ``app.importer.impor
 (what ``ratings import`` runs: parse, chunk, record through the batch path, commit per
 chunk). Printed: matches, seconds and matches per second, parse included, and the
 importing process's own CPU time (the database server's is not in it): on a busy shared
-machine wall time also counts the time the process waited for a core.
+machine wall time also counts the time the process waited for a core, so the load
+average at the start and the end is printed too.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -87,6 +89,7 @@ def main() -> int:
         print(f"{args.file}: not found; nothing to measure (the data is not committed)")
         return 0
     rows = []
+    load_at_start = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as folder:
         path = limited(args.file, args.limit, folder)
         for kind in args.databases.split(","):
@@ -107,6 +110,11 @@ def main() -> int:
         for k, a, m, s, c in rows
     ]
     print_table(header, cells, args.format)
+    # Wall time on a shared machine hangs on the load; the CPU columns much less.
+    print(
+        f"\n{os.cpu_count()} cores, load average (1 min) {load_at_start:.1f} at the start, "
+        f"{os.getloadavg()[0]:.1f} at the end"
+    )
     return 0
 
 
