@@ -1,4 +1,4 @@
-"""The rating core: pure functions of ratings and outcomes (standard library, numpy, scipy).
+"""The rating core: pure functions of ratings and outcomes (standard library and numpy).
 
 ```python
 from app.rating import Rating, TrueSkill, PlackettLuce, Elo

@@ -8,10 +8,11 @@ update operation by operation and in the same order: ``TrueSkill._rate_two`` and
 ``TrueSkill._rate_many`` (message passing, each match stopping after the same round),
 ``PlackettLuce._update``, ``Elo.rate`` with its duels; the truncated-Gaussian V and W of
 ``app.rating.gaussian`` are repeated elementwise with the same branches. So the results
-agree with ``model.rate`` to the last bit wherever the elementary functions do: numpy's
-``exp`` and scipy's ``erf``/``erfc`` may differ from the ``math`` module's in the last
-bit (a relative 2e-16), and the few sums the scalar code takes with ``math.fsum`` (Elo's
-team ratings, the quality of 3+ teams) are plain sums here.
+agree with ``model.rate`` to the last bit wherever the elementary functions do: ``erf``
+and ``erfc`` are the ``math`` module's (``app.rating._special``), numpy's ``exp`` may
+differ from it in the last bit (a relative 2e-16), and the few sums the scalar code
+takes with ``math.fsum`` (Elo's team ratings, the quality of 3+ teams) are plain sums
+here.
 
 A kernel that meets input the scalar update would reject raises ``RatingInputError``; the
 caller then replays one match at a time, which reports the error against its match.

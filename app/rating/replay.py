@@ -7,8 +7,9 @@ player's belief is first aged for the days since that player's previous match
 table (``mu``, ``sigma``, ``last_day``); the table given is never changed.
 
 "To rounding": the vectorised updates repeat the scalar arithmetic operation by
-operation, but numpy's exp and scipy's erf/erfc may differ from the ``math`` module's in
-the last bit, and a few sums the scalar code takes with ``math.fsum`` are plain sums here.
+operation (``erf`` and ``erfc`` are the ``math`` module's, elementwise), but numpy's exp
+may differ from the ``math`` module's in the last bit, and a few sums the scalar code
+takes with ``math.fsum`` are plain sums here.
 Differences stay below 1e-12 (relative, for values far from 0) and do not grow along a
 player's history: each update shrinks earlier errors rather than amplifying them.
 """
