@@ -561,13 +561,18 @@ end
 """
 
 
+def wrk_threads(connections: int) -> int:
+    """wrk's threads: one per core here, never more than the connections."""
+    return max(1, min(2, connections))
+
+
 def _wrk(
     base_url: str, key: str, connections: int, requests: list[list[Any]], seconds: float
 ) -> dict[str, Any]:
     """Drive ``requests`` with wrk for ``seconds``: two threads (one per core here),
     ``connections`` keep-alive connections, each sending its next request as soon as the
     previous answer is in (a closed loop, like the Python client)."""
-    threads = max(1, min(2, connections))
+    threads = wrk_threads(connections)
     with tempfile.TemporaryDirectory(prefix="ratings-wrk-") as scratch:
         script = Path(scratch) / "requests.lua"
         script.write_text(WRK_SCRIPT)
@@ -1077,7 +1082,8 @@ def main() -> int:
     print(f"- machine: {machine()}")
     if WRK:
         print(
-            f"- load generator: wrk, 2 threads, {args.connections} connections, "
+            f"- load generator: wrk, {wrk_threads(args.connections)} thread(s), "
+            f"{args.connections} connection(s), "
             f"{WRK['seconds']:g} s per case after {WRK['warmup']:g} s of warm-up"
         )
     else:
