@@ -12,6 +12,8 @@ sized pool that pings connections which sat idle, and a statement timeout.
 from __future__ import annotations
 
 import ast
+import fcntl
+import os
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -45,6 +47,7 @@ READ_ONLY = "ratings_read_only"
 _engines: dict[str, Engine] = {}
 _factories: dict[int, sessionmaker[Session]] = {}
 _writer_locks: dict[int, threading.Lock] = {}
+_writer_files: dict[int, int] = {}
 _lock = threading.Lock()
 
 
@@ -160,6 +163,9 @@ def dispose_engines() -> None:
         _engines.clear()
         _factories.clear()
         _writer_locks.clear()
+        for descriptor in _writer_files.values():
+            os.close(descriptor)
+        _writer_files.clear()
 
 
 def session_factory(engine: Engine) -> sessionmaker[Session]:
@@ -206,28 +212,77 @@ def _writer_lock(engine: Engine) -> threading.Lock:
         return lock
 
 
+#: The longest pause between two tries of another process's writer lock file.
+_FILE_TURN_POLL_S = 0.002
+
+
+def _writer_file(engine: Engine) -> int | None:
+    """An open descriptor of the lock file beside the engine's SQLite database
+    (``<database>-writer``), made on first use; None for a database in memory or a file
+    that cannot be opened (then only SQLite's own lock orders the processes)."""
+    database = engine.url.database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    with _lock:
+        descriptor = _writer_files.get(id(engine))
+        if descriptor is None:
+            try:
+                descriptor = os.open(
+                    f"{database}-writer", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644
+                )
+            except OSError:
+                return None
+            _writer_files[id(engine)] = descriptor
+        return descriptor
+
+
+def _take_file_turn(descriptor: int, deadline: float) -> bool:
+    """The advisory lock on the writer lock file, tried until ``deadline`` in pauses
+    growing from 0.1 to 2 ms (no blocking wait: it could not give up at the deadline)."""
+    pause = 0.0001
+    while True:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            pass
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        time.sleep(min(pause, left))
+        pause = min(pause * 2, _FILE_TURN_POLL_S)
+
+
 @contextmanager
 def writer_turn(session: Session) -> Iterator[None]:
     """Around a whole write transaction (``BEGIN IMMEDIATE`` to its commit or rollback, both
-    inside): on SQLite, this process's writers take their turns on a lock of their own.
+    inside): on SQLite, writers take their turns on locks of their own.
 
     A writer that finds SQLite's write lock taken sleeps in SQLite's busy handler, in steps
-    growing to 100 ms, and may lose many rounds to writers that came later. Queued on a
-    lock of the process instead, the next writer starts as soon as the last one has
-    finished. The turn is given back however the block ends (an error, a cancelled
-    request); a writer that waited a whole busy timeout for its turn goes on without it and
-    waits in SQLite as before. Other processes still wait in SQLite's busy handler.
+    growing to 100 ms, and may lose many rounds to writers that came later. Instead the
+    writers of a process queue on a lock of the process, and the one whose turn it is then
+    takes an advisory lock (``flock``) on a file beside the database, which orders the
+    processes serving it (``ratings serve --workers N``); it tries that lock every 2 ms at
+    most, so the next writer starts within about 2 ms of the last one's commit. The turn is
+    given back however the block ends (an error, a cancelled request); a writer that waited
+    a whole busy timeout for its turn goes on without it and waits in SQLite as before.
     Nothing on PostgreSQL, which locks rows, or for a read (:func:`mark_read_only`).
     """
     bind = session.get_bind()
     if bind.dialect.name != "sqlite" or is_read_only(session):
         yield
         return
+    timeout = max(get_settings().sqlite_busy_timeout_ms, 0) / 1000
+    deadline = time.monotonic() + timeout
     lock = _writer_lock(bind.engine)
-    turn = lock.acquire(timeout=max(get_settings().sqlite_busy_timeout_ms, 0) / 1000)
+    turn = lock.acquire(timeout=timeout)
+    descriptor = _writer_file(bind.engine) if turn else None
+    file_turn = descriptor is not None and _take_file_turn(descriptor, deadline)
     try:
         yield
     finally:
+        if file_turn and descriptor is not None:
+            fcntl.flock(descriptor, fcntl.LOCK_UN)
         if turn:
             lock.release()
 

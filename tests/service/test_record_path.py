@@ -4,15 +4,21 @@ ladder, and SQLite's writer turn given back whatever the request's end."""
 
 from __future__ import annotations
 
+import fcntl
+import os
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import event, text
+from sqlalchemy.engine import make_url
 
 from app import auth, recording
-from app.db import _writer_lock, get_engine, session_factory
+from app.config import get_settings
+from app.db import _writer_lock, get_engine, session_factory, writer_turn
 from tests.service.helpers import assert_problem, table_counts
 
 MATCH = {"teams": [["ann", "bob"], ["cat", "dan"]], "ranks": [1, 2]}
@@ -189,3 +195,81 @@ def test_sqlite_writer_turn_is_given_back(client: TestClient, database_url: str)
     assert not lock.locked()
     assert client.post("/v1/ladders/path/matches", json=MATCH).status_code == 201
     assert not lock.locked()
+
+
+class TestSqliteWritersOfSeveralProcesses:
+    """The writer turn's lock file orders the processes on one SQLite file: a writer waits
+    for another process's turn, starts as soon as it ends, and gives up at the busy
+    timeout (then SQLite's own lock orders them, as before)."""
+
+    @pytest.fixture
+    def sqlite_url(self, database_url: str) -> str:
+        if not database_url.startswith("sqlite"):
+            pytest.skip("the writer turn is SQLite's")
+        return database_url
+
+    @staticmethod
+    def _other_process_holds(url: str) -> int:
+        # A second open file description conflicts with the service's own, as another
+        # process's would.
+        descriptor = os.open(f"{make_url(url).database}-writer", os.O_RDWR | os.O_CREAT)
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        return descriptor
+
+    def _write_in_thread(self, url: str, entered: list[float]) -> threading.Thread:
+        def write() -> None:
+            session = session_factory(get_engine(url))()
+            try:
+                with writer_turn(session):
+                    entered.append(time.monotonic())
+                    session.execute(text("SELECT 1"))
+                    session.commit()
+            finally:
+                session.close()
+
+        thread = threading.Thread(target=write)
+        thread.start()
+        return thread
+
+    def test_waits_for_the_other_process_then_goes(self, sqlite_url: str) -> None:
+        held = self._other_process_holds(sqlite_url)
+        entered: list[float] = []
+        thread = self._write_in_thread(sqlite_url, entered)
+        time.sleep(0.3)
+        assert entered == []  # still waiting for the other process
+        released = time.monotonic()
+        fcntl.flock(held, fcntl.LOCK_UN)
+        thread.join(timeout=10)
+        os.close(held)
+        assert len(entered) == 1
+        assert 0.0 <= entered[0] - released < 0.2
+        # The turn was given back: the other process gets it at once.
+        again = self._other_process_holds(sqlite_url)
+        os.close(again)
+
+    def test_gives_up_at_the_busy_timeout(
+        self, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setenv("RATINGS_SQLITE_BUSY_TIMEOUT_MS", "200")
+        get_settings.cache_clear()
+        held = self._other_process_holds(sqlite_url)
+        try:
+            started = time.monotonic()
+            entered: list[float] = []
+            self._write_in_thread(sqlite_url, entered).join(timeout=10)
+            assert len(entered) == 1
+            assert 0.19 <= entered[0] - started < 5.0
+            assert not _writer_lock(get_engine(sqlite_url)).locked()
+        finally:
+            os.close(held)
+            get_settings.cache_clear()
+
+    def test_a_database_in_memory_has_no_lock_file(self) -> None:
+        engine = get_engine("sqlite://")
+        session = session_factory(engine)()
+        try:
+            with writer_turn(session):
+                session.execute(text("SELECT 1"))
+                session.commit()
+        finally:
+            session.close()
