@@ -262,12 +262,15 @@ class Server:
             self.process.wait()
 
 
-def service_server(url: str, port: int, workers: int, log: Path) -> Server:
+def service_server(url: str, port: int, workers: int, log: Path, connections: int) -> Server:
     env = dict(os.environ)
     env.update(
         RATINGS_DATABASE_URL=url,
         RATINGS_LOG_LEVEL="warning",
         RATINGS_HOST="127.0.0.1",
+        # A pool as large as the connections: no connection is opened beyond the pool's
+        # size and closed again during a run, so every backend's CPU time is counted.
+        RATINGS_POOL_SIZE=str(max(10, connections)),
     )
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     command = [
@@ -799,7 +802,9 @@ def service_rows(
     seeded_via = ""
     cursors: list[str] = []
     for workers in args.workers:
-        server = service_server(url, free_port(), workers, workdir / f"{database}-{workers}.log")
+        server = service_server(
+            url, free_port(), workers, workdir / f"{database}-{workers}.log", args.connections
+        )
         server.start()
         try:
             admin = httpx.Client(
