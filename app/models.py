@@ -143,6 +143,14 @@ class Match(Base):
     __table_args__ = (
         UniqueConstraint("ladder_id", "match_id", name="uq_matches_ladder_match_id"),
         Index("ix_matches_ladder_seq", "ladder_id", "seq"),
+        # The voided matches only: a ladder's count is its matches (an index-only scan of
+        # the index above) less these.
+        Index(
+            "ix_matches_voided",
+            "ladder_id",
+            postgresql_where=text("voided_at IS NOT NULL"),
+            sqlite_where=text("voided_at IS NOT NULL"),
+        ),
         CheckConstraint("quality IS NULL OR (quality >= 0 AND quality <= 1)", name="quality_range"),
     )
 

@@ -105,13 +105,16 @@ def count_players(*, session: Session, ladder_ids: Sequence[str]) -> dict[str, i
 
 
 def count_matches(*, session: Session, ladder_ids: Sequence[str]) -> dict[str, int]:
-    """Matches that count (voided ones are left out), per ladder."""
-    rows = session.execute(
-        select(Match.ladder_id, func.count())
-        .where(Match.ladder_id.in_(ladder_ids), Match.voided_at.is_(None))
-        .group_by(Match.ladder_id)
-    )
-    return {ladder_id: count for ladder_id, count in rows}
+    """Matches that count, per ladder: all of its matches (an index-only scan of
+    ``ix_matches_ladder_seq``, no match row read) less the voided ones (the partial index
+    ``ix_matches_voided``). Filtering on ``voided_at`` instead read every match row."""
+    in_ladders = Match.ladder_id.in_(ladder_ids)
+    query = select(Match.ladder_id, func.count()).group_by(Match.ladder_id)
+    counts = {ladder_id: int(n) for ladder_id, n in session.execute(query.where(in_ladders))}
+    voided = query.where(in_ladders, Match.voided_at.is_not(None))
+    for ladder_id, n in session.execute(voided):
+        counts[ladder_id] -= int(n)
+    return counts
 
 
 # -- ratings --------------------------------------------------------------------------------

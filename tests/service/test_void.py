@@ -262,3 +262,26 @@ def test_void_through_copy_updates_equals_a_fresh_replay(
     # Two large updates of one table in one transaction use two temporary tables.
     response = client.delete("/v1/ladders/v/matches/r21-12")
     assert response.status_code == 200 and response.json()["matches_rerated"] > 0
+
+
+def test_ladder_match_counts_leave_voided_matches_out(client: TestClient) -> None:
+    """A ladder's ``matches`` is its matches less the voided ones, per ladder."""
+    for ladder in ("counted", "other"):
+        create_ladder(client, ladder)
+        _batch(
+            client,
+            ladder,
+            [{"match_id": f"c{i}", "teams": [["a"], [f"p{i}"]]} for i in range(5)],
+        )
+    for match_id in ("c1", "c3"):
+        response = client.delete(f"/v1/ladders/counted/matches/{match_id}")
+        assert response.status_code == 200, response.text
+    assert client.get("/v1/ladders/counted").json()["matches"] == 3
+    assert client.get("/v1/ladders/other").json()["matches"] == 5
+    listed = {
+        entry["id"]: entry["matches"] for entry in client.get("/v1/ladders").json()["entries"]
+    }
+    assert listed == {"counted": 3, "other": 5}
+    # Voiding again changes nothing.
+    client.delete("/v1/ladders/counted/matches/c1")
+    assert client.get("/v1/ladders/counted").json()["matches"] == 3
