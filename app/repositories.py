@@ -382,10 +382,6 @@ def get_ratings(
     return {row.player_id: row for row in session.scalars(query)}
 
 
-def get_rating(*, session: Session, ladder_id: str, player_id: str) -> PlayerRating | None:
-    return session.get(PlayerRating, (ladder_id, player_id))
-
-
 def read_rating(*, session: Session, ladder_id: str, player_id: str) -> RatingRow | None:
     """A player's rating as plain columns, for a read (see :func:`read_ladder`)."""
     row = session.execute(
