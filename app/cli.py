@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 
 import app.blas  # noqa: F401  (first of the app's imports: it must run before numpy loads)
 from app import auth
-from app.config import get_settings
+from app.config import GC_TUNING_ENV, get_settings
 from app.db import dispose_engines, get_engine, schema_is_current, session_factory, upgrade
 from app.errors import ProblemError
 from app.evaluation.cli import add_parsers as add_evaluation_parsers
@@ -147,6 +147,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return status
     dispose_engines()  # the server opens its own connections
     _limit_malloc_arenas()
+    os.environ.setdefault(GC_TUNING_ENV, "1")  # the workers tune their garbage collector
     if workers > 1:
         _multiprocess_metrics_dir()
     uvicorn.run(

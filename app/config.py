@@ -8,6 +8,10 @@ from typing import Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+#: ``ratings serve`` sets it to "1" for its workers unless the operator set it: each
+#: worker then tunes its garbage collector when it starts (``app.main.tune_gc``).
+GC_TUNING_ENV = "RATINGS_GC_TUNING"
+
 
 class Settings(BaseSettings):
     """The service's configuration; every field is ``RATINGS_<NAME>`` in the environment."""
