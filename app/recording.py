@@ -703,16 +703,7 @@ def record_matches(
     fresh = settle_known() if first_at else list(incoming)
     if fresh:
         player_ids = sorted({p for m in fresh for team in m.body.teams for p in team})
-        prior = config.model.rating()
-        repositories.insert_missing_ratings(
-            session=session,
-            ladder_id=ladder.id,
-            player_ids=player_ids,
-            mu=prior.mu,
-            sigma=config.stored_sigma(prior),
-            conservative=config.conservative(prior),
-            now=now,
-        )
+        _insert_ratings(session=session, ladder=ladder, config=config, players=player_ids, now=now)
         states = repositories.lock_rating_states(
             session=session, ladder_id=ladder.id, player_ids=player_ids
         )
@@ -971,7 +962,7 @@ def _insert_ratings(
 ) -> None:
     """Ratings at the prior for those of ``players`` the ladder does not know yet."""
     prior = config.model.rating()
-    repositories.insert_players(
+    repositories.insert_missing_ratings(
         session=session,
         ladder_id=ladder.id,
         player_ids=players,

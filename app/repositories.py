@@ -1121,43 +1121,6 @@ _INSERT_PLAYERS_SQL = text(
 ).bindparams(bindparam("now", type_=DateTime(timezone=True)))
 
 
-def insert_players(
-    *,
-    session: Session,
-    ladder_id: str,
-    player_ids: Sequence[str],
-    mu: float,
-    sigma: float | None,
-    conservative: float,
-    now: datetime,
-) -> None:
-    """:func:`insert_missing_ratings` for the few players of one match: on PostgreSQL one
-    statement with the ids as one array (in player id order, as the locks), without
-    building it each time."""
-    if _dialect(session) != "postgresql":
-        insert_missing_ratings(
-            session=session,
-            ladder_id=ladder_id,
-            player_ids=player_ids,
-            mu=mu,
-            sigma=sigma,
-            conservative=conservative,
-            now=now,
-        )
-        return
-    session.execute(
-        _INSERT_PLAYERS_SQL,
-        {
-            "ladder_id": ladder_id,
-            "player_ids": list(player_ids),
-            "mu": mu,
-            "sigma": sigma,
-            "conservative": conservative,
-            "now": now,
-        },
-    )
-
-
 _WRITE_MATCH_SQL = text(
     """
 WITH new_match AS (
