@@ -456,50 +456,20 @@ def participant_rows(
     after: tuple[list[float], list[float]],
     offset: int,
 ) -> list[dict[str, Any]]:
-    """The ``participants`` rows of one match."""
-    rows = []
-    k = offset
-    bayesian = config.bayesian
-    for j, team in enumerate(match.teams):
-        for i, player in enumerate(team):
-            rows.append(
-                {
-                    "match_seq": seq,
-                    "player_id": player,
-                    "ladder_id": ladder_id,
-                    "team": j,
-                    "position": i,
-                    "rank": ranks[j],
-                    "weight": match.weights[j][i] if match.weights is not None else 1.0,
-                    "mu_before": before[0][k],
-                    "sigma_before": before[1][k] if bayesian else None,
-                    "mu_after": after[0][k],
-                    "sigma_after": after[1][k] if bayesian else None,
-                }
-            )
-            k += 1
-    return rows
-
-
-def _history_rows(
-    participants: Sequence[dict[str, Any]], match: Planned, seq: int
-) -> list[dict[str, Any]]:
-    """The ``rating_history`` rows of one match, from its participants' rows."""
-    return [
-        {
-            "ladder_id": row["ladder_id"],
-            "player_id": row["player_id"],
-            "kind": "match",
-            "match_seq": seq,
-            "match_id": match.match_id,
-            "played_at": match.played_at,
-            "mu_before": row["mu_before"],
-            "sigma_before": row["sigma_before"],
-            "mu_after": row["mu_after"],
-            "sigma_after": row["sigma_after"],
-        }
-        for row in participants
-    ]
+    """The ``participants`` rows of one match, as dicts of :data:`PARTICIPANT_COLUMNS`."""
+    values: list[tuple[Any, ...]] = []
+    _participant_values(
+        config=config,
+        ladder_id=ladder_id,
+        seq=seq,
+        match=match,
+        ranks=ranks,
+        before=before,
+        after=after,
+        offset=offset,
+        participants=values,
+    )
+    return [dict(zip(PARTICIPANT_COLUMNS, row, strict=True)) for row in values]
 
 
 #: The columns of the rows :func:`_apply` writes, in the order of its tuples.
@@ -554,11 +524,10 @@ def _participant_values(
     after: tuple[list[float], list[float]],
     offset: int,
     participants: list[tuple[Any, ...]],
-    history: list[tuple[Any, ...]],
+    history: list[tuple[Any, ...]] | None = None,
 ) -> None:
-    """Append the ``participants`` rows (:data:`PARTICIPANT_COLUMNS`) and the
-    ``rating_history`` rows (:data:`HISTORY_COLUMNS`) of one match: what
-    :func:`participant_rows` and :func:`_history_rows` hold, as tuples."""
+    """Append the ``participants`` rows (:data:`PARTICIPANT_COLUMNS`) of one match and, if
+    ``history`` is given, its ``rating_history`` rows (:data:`HISTORY_COLUMNS`), as tuples."""
     bayesian = config.bayesian
     mu_b, sigma_b = before
     mu_a, sigma_a = after
@@ -572,7 +541,10 @@ def _participant_values(
             sb, sa = (sigma_b[k], sigma_a[k]) if bayesian else (None, None)
             weight = team_weights[i] if team_weights is not None else 1.0
             participants.append((seq, player, ladder_id, j, i, rank, weight, mb, sb, ma, sa))
-            history.append((ladder_id, player, "match", seq, match_id, played_at, mb, sb, ma, sa))
+            if history is not None:
+                history.append(
+                    (ladder_id, player, "match", seq, match_id, played_at, mb, sb, ma, sa)
+                )
             k += 1
 
 
@@ -1073,16 +1045,6 @@ def record_one(
         offset=0,
         meta=body.meta,
     )
-    participants = participant_rows(
-        config=config,
-        ladder_id=ladder.id,
-        seq=0,
-        match=plan,
-        ranks=ranks,
-        before=before,
-        after=after,
-        offset=0,
-    )
     ratings = _rating_rows(config=config, table=table, states=states, planned=[plan], now=now)
     match = {
         "ladder_id": ladder.id,
@@ -1096,6 +1058,17 @@ def record_one(
         "voided_at": None,
     }
     if postgres:
+        # The seq is drawn by the statement: the rows go without it.
+        participants = participant_rows(
+            config=config,
+            ladder_id=ladder.id,
+            seq=0,
+            match=plan,
+            ranks=ranks,
+            before=before,
+            after=after,
+            offset=0,
+        )
         seq = repositories.write_match(
             session=session,
             match=match,
@@ -1117,11 +1090,25 @@ def record_one(
     repositories.insert_rows(
         session=session, table=MATCHES, rows=[{**match, "seq": seq, "result": document}]
     )
-    for row in participants:
-        row["match_seq"] = seq
-    repositories.insert_rows(session=session, table=PARTICIPANTS, rows=participants)
-    repositories.insert_rows(
-        session=session, table=HISTORY, rows=_history_rows(participants, plan, seq)
+    values: list[tuple[Any, ...]] = []
+    history: list[tuple[Any, ...]] = []
+    _participant_values(
+        config=config,
+        ladder_id=ladder.id,
+        seq=seq,
+        match=plan,
+        ranks=ranks,
+        before=before,
+        after=after,
+        offset=0,
+        participants=values,
+        history=history,
+    )
+    repositories.insert_values(
+        session=session, table=PARTICIPANTS, names=PARTICIPANT_COLUMNS, values=values
+    )
+    repositories.insert_values(
+        session=session, table=HISTORY, names=HISTORY_COLUMNS, values=history
     )
     repositories.update_ratings(session=session, ladder_id=ladder.id, rows=ratings)
     return (document, True), True
