@@ -86,8 +86,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--matches", type=int, default=1_000_000, help="1 vs 1 matches")
     parser.add_argument("--players", type=int, default=100_000)
-    parser.add_argument("--scalar-matches", type=int, default=50_000,
-                        help="matches timed one by one (a prefix of the same list)")
+    parser.add_argument(
+        "--scalar-matches",
+        type=int,
+        default=50_000,
+        help="matches timed one by one (a prefix of the same list)",
+    )
     parser.add_argument("--only", action="append", help="scenario name (repeatable)")
     parser.add_argument("--format", choices=["table", "markdown"], default="table")
     args = parser.parse_args()
@@ -109,8 +113,13 @@ def main() -> None:
         fast_prefix = replay(sc.model, mu, sigma, prefix, tau_per_day=TAU_PER_DAY)
         cpu = time.process_time()
         slow = _replay_one_by_one(
-            sc.model, mu.copy(), sigma.copy(), np.full(args.players, np.nan), prefix,
-            TAU_PER_DAY, False,
+            sc.model,
+            mu.copy(),
+            sigma.copy(),
+            np.full(args.players, np.nan),
+            prefix,
+            TAU_PER_DAY,
+            False,
         )
         slow_s = time.process_time() - cpu
         for name in ("after_mu", "after_sigma"):
@@ -119,8 +128,17 @@ def main() -> None:
             )
         fast_rate = count / cpu_s
         slow_rate = len(prefix) / slow_s
-        rows.append((sc.name, f"{count:,}", f"{fast_s:.2f}", f"{cpu_s:.2f}", f"{fast_rate:,.0f}",
-                     f"{slow_rate:,.0f}", f"{fast_rate / slow_rate:.1f}x"))
+        rows.append(
+            (
+                sc.name,
+                f"{count:,}",
+                f"{fast_s:.2f}",
+                f"{cpu_s:.2f}",
+                f"{fast_rate:,.0f}",
+                f"{slow_rate:,.0f}",
+                f"{fast_rate / slow_rate:.1f}x",
+            )
+        )
         if args.format == "table":
             print(" ".join(rows[-1]), flush=True)
 

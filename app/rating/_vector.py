@@ -321,7 +321,6 @@ class TrueSkillKernel(Kernel):
             out.append(np.sqrt(var * factor))
         return out[0], out[1], out[2], out[3]
 
-
     def rate_many(
         self, sides: list[Side], ranks: FloatArray
     ) -> tuple[list[tuple[FloatArray, FloatArray]], BoolArray]:
@@ -385,8 +384,14 @@ class TrueSkillKernel(Kernel):
         # The state every round updates, and where each row's final state is kept:
         # left and right cavities (precision, precision-adjusted mean) per place, the
         # comparison messages per factor.
-        final = [prior_pi.copy(), prior_tau.copy(), prior_pi.copy(), prior_tau.copy(),
-                 np.zeros((rows, n)), np.zeros((rows, n))]
+        final = [
+            prior_pi.copy(),
+            prior_tau.copy(),
+            prior_pi.copy(),
+            prior_tau.copy(),
+            np.zeros((rows, n)),
+            np.zeros((rows, n)),
+        ]
         left_pi, left_tau, right_pi, right_tau, cmp_pi, cmp_tau = (a.copy() for a in final)
         d_mean = np.zeros((rows, n))
         d_var = np.full((rows, n), math.inf)
@@ -471,9 +476,7 @@ class TrueSkillKernel(Kernel):
                 if not keep.any():
                     break
                 running = running[keep]
-                left_pi, left_tau, right_pi, right_tau, cmp_pi, cmp_tau = (
-                    a[keep] for a in state
-                )
+                left_pi, left_tau, right_pi, right_tau, cmp_pi, cmp_tau = (a[keep] for a in state)
                 d_mean = d_mean[keep]
                 d_var = d_var[keep]
                 p_pi = p_pi[keep]
@@ -815,8 +818,9 @@ def _elo_rate_many(
     start = 0
     for side in sides:
         size = side.mu.shape[1]
-        out.append((side.mu + np.stack(delta[start : start + size], axis=1),
-                    np.zeros_like(side.mu)))
+        out.append(
+            (side.mu + np.stack(delta[start : start + size], axis=1), np.zeros_like(side.mu))
+        )
         start += size
     return out, np.zeros(rows, np.bool_)
 
@@ -887,10 +891,10 @@ def many_team_quality(kernel: Kernel, sides: list[Side], raws: list[FloatArray])
     sum_inv_v = sum(inv_v[1:], inv_v[0])
     m_bar = sum((m * iv for m, iv in zip(m_, inv_v, strict=True)), np.zeros_like(sum_inv_v))
     m_bar = m_bar / sum_inv_v
-    quad = sum(((m - m_bar) ** 2 * iv for m, iv in zip(m_, inv_v, strict=True)),
-               np.zeros_like(sum_inv_v))
-    log_ratio = sum((np.log(b / v) for b, v in zip(b_, v_, strict=True)),
-                    np.zeros_like(sum_inv_v))
+    quad = sum(
+        ((m - m_bar) ** 2 * iv for m, iv in zip(m_, inv_v, strict=True)), np.zeros_like(sum_inv_v)
+    )
+    log_ratio = sum((np.log(b / v) for b, v in zip(b_, v_, strict=True)), np.zeros_like(sum_inv_v))
     inv_b = [1.0 / b for b in b_]
     log_det_ratio = log_ratio + np.log(sum(inv_b[1:], inv_b[0])) - np.log(sum_inv_v)
     log_q = 0.5 * log_det_ratio - 0.5 * quad

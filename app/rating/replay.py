@@ -419,8 +419,10 @@ class _Engine:
             many = np.flatnonzero(~two)
             firsts = first_team[many].tolist()
             lasts = first_team[many + 1].tolist()
-            ids = [shape_id.setdefault(tuple(sizes[f:e]), len(shape_id))
-                   for f, e in zip(firsts, lasts, strict=True)]
+            ids = [
+                shape_id.setdefault(tuple(sizes[f:e]), len(shape_id))
+                for f, e in zip(firsts, lasts, strict=True)
+            ]
             key[many] = _MANY + np.asarray(ids, np.int64)
             shapes = list(shape_id)
         self.w_model = w_model
@@ -441,8 +443,9 @@ class _Engine:
         for start, end in pairwise(bounds):
             shape = int(k_sorted[start])
             idx = order[start:end]
-            teams = (shapes[shape - _MANY] if shape >= _MANY
-                     else (shape // _MAX_TEAM, shape % _MAX_TEAM))
+            teams = (
+                shapes[shape - _MANY] if shape >= _MANY else (shape // _MAX_TEAM, shape % _MAX_TEAM)
+            )
             if shape < 0 or end - start < self._least(teams):
                 for i in idx.tolist():
                     self._rate_one(matches[i], i)
@@ -471,8 +474,7 @@ class _Engine:
         )
 
     def _outcomes(
-        self,
-        columns: _Columns, n_teams: IntArray, two: npt.NDArray[np.bool_]
+        self, columns: _Columns, n_teams: IntArray, two: npt.NDArray[np.bool_]
     ) -> npt.NDArray[np.int8]:
         """Per two-team match: team 0 ranked first (or no ranks), team 1 first, or a draw."""
         outcome = np.full(n_teams.shape[0], FIRST_WINS, np.int8)
@@ -701,8 +703,12 @@ class _Engine:
             # One match through ``model.rate`` on the same aged ratings.
             match = self.matches[int(idx[row])]
             teams = [
-                [Rating(float(mu), float(sigma)) for mu, sigma in
-                 zip(side.mu[row].tolist(), side.sigma[row].tolist(), strict=True)]
+                [
+                    Rating(float(mu), float(sigma))
+                    for mu, sigma in zip(
+                        side.mu[row].tolist(), side.sigma[row].tolist(), strict=True
+                    )
+                ]
                 for side in sides
             ]
             rated = self.model.rate(teams, ranks=match.ranks, weights=match.weights)

@@ -26,8 +26,13 @@ def test_outcome_ranks_from_scores_ranks_or_order() -> None:
 
 @pytest.mark.parametrize(
     ("ranks", "scores", "argument"),
-    [([1], None, "ranks"), (None, [1, 2, 3], "scores"), ([1, math.nan], None, "ranks"),
-     ([1, 2], [1, 2], "ranks"), ([True, 2], None, "ranks")],
+    [
+        ([1], None, "ranks"),
+        (None, [1, 2, 3], "scores"),
+        ([1, math.nan], None, "ranks"),
+        ([1, 2], [1, 2], "ranks"),
+        ([True, 2], None, "ranks"),
+    ],
 )
 def test_outcome_ranks_rejects_bad_outcomes(
     ranks: list[float] | None, scores: list[float] | None, argument: str
@@ -40,8 +45,13 @@ def test_outcome_ranks_rejects_bad_outcomes(
 
 def test_check_teams_rejects_bad_teams() -> None:
     good = Rating(25.0, 8.0)
-    for teams in ([[good]], [[good], []], [[good], [Rating(math.inf, 1.0)]],
-                  [[good], [Rating(1.0, 0.0)]], [[good], [(1.0, 2.0)]]):
+    for teams in (
+        [[good]],
+        [[good], []],
+        [[good], [Rating(math.inf, 1.0)]],
+        [[good], [Rating(1.0, 0.0)]],
+        [[good], [(1.0, 2.0)]],
+    ):
         with pytest.raises(RatingInputError) as info:
             check_teams(teams, bayesian=True)  # type: ignore[arg-type]
         assert info.value.argument == "teams"

@@ -51,7 +51,7 @@ class TestMatchQuality:
     def test_equation_7_by_hand_for_1_vs_1(self) -> None:
         a, b = Rating(27.0, 5.0), Rating(22.0, 7.0)
         c2 = 2 * BETA**2 + 5.0**2 + 7.0**2
-        expected = math.sqrt(2 * BETA**2 / c2) * math.exp(-(27.0 - 22.0) ** 2 / (2 * c2))
+        expected = math.sqrt(2 * BETA**2 / c2) * math.exp(-((27.0 - 22.0) ** 2) / (2 * c2))
         assert match_quality([[a], [b]], None, BETA) == pytest.approx(expected, rel=1e-14)
         # Two new players at the defaults: the widely published 0.447.
         prior = Rating(25.0, 25.0 / 3.0)
@@ -86,9 +86,11 @@ class TestMatchQuality:
         st.lists(
             st.lists(
                 st.tuples(st.floats(-1e5, 1e5), st.floats(1e-6, 1e4), st.floats(0.01, 1.0)),
-                min_size=1, max_size=4,
+                min_size=1,
+                max_size=4,
             ),
-            min_size=2, max_size=8,
+            min_size=2,
+            max_size=8,
         )
     )
     def test_always_in_0_1(self, spec: list[list[tuple[float, float, float]]]) -> None:
@@ -135,8 +137,13 @@ class TestWinProbabilities:
             p = gaussian_win_probabilities(means, [s * s for s in sds])
             for j in range(k):
                 ref = integrate.quad(
-                    _winner_density, -np.inf, np.inf, args=(j, means, sds),
-                    epsabs=1e-15, epsrel=1e-12, limit=500,
+                    _winner_density,
+                    -np.inf,
+                    np.inf,
+                    args=(j, means, sds),
+                    epsabs=1e-15,
+                    epsrel=1e-12,
+                    limit=500,
                 )[0]
                 assert p[j] == pytest.approx(ref, abs=1e-12)
 

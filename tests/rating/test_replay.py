@@ -30,8 +30,9 @@ def one_by_one(
     """The reference: every match through ``model.rate``, each player aged before it."""
     table = [Rating(m, s) for m, s in zip(mu, sigma, strict=True)]
     days = [math.nan] * len(mu) if last_day is None else list(last_day)
-    out: dict[str, Any] = {k: [] for k in ("before_mu", "before_sigma", "after_mu",
-                                           "after_sigma", "quality")}
+    out: dict[str, Any] = {
+        k: [] for k in ("before_mu", "before_sigma", "after_mu", "after_sigma", "quality")
+    }
     bayesian = model.name != "elo"
     for match in matches:
         teams = []
@@ -116,12 +117,15 @@ def random_matches(
     return out
 
 
-def random_table(rng: random.Random, players: int, *, elo: bool = False) -> tuple[list[float],
-                                                                                   list[float]]:
+def random_table(
+    rng: random.Random, players: int, *, elo: bool = False
+) -> tuple[list[float], list[float]]:
     if elo:
         return [rng.gauss(1500.0, 200.0) for _ in range(players)], [0.0] * players
-    return ([rng.gauss(25.0, 6.0) for _ in range(players)],
-            [rng.uniform(0.5, 8.5) for _ in range(players)])
+    return (
+        [rng.gauss(25.0, 6.0) for _ in range(players)],
+        [rng.uniform(0.5, 8.5) for _ in range(players)],
+    )
 
 
 class TestAgainstOneByOne:
@@ -130,8 +134,9 @@ class TestAgainstOneByOne:
         rng = random.Random(seed)
         model = TrueSkill()
         mu, sigma = random_table(rng, 60)
-        matches = random_matches(rng, 60, 400, [[1, 1], [2, 2], [1, 3], [1, 1, 1]],
-                                 draws=0.2, weighted=0.2, day_step=2.0)
+        matches = random_matches(
+            rng, 60, 400, [[1, 1], [2, 2], [1, 3], [1, 1, 1]], draws=0.2, weighted=0.2, day_step=2.0
+        )
         ref = one_by_one(model, mu, sigma, matches, 0.5, with_quality=True)
         assert_same(replay(model, mu, sigma, matches, tau_per_day=0.5, with_quality=True), ref)
 
@@ -139,8 +144,15 @@ class TestAgainstOneByOne:
         rng = random.Random(3)
         model = PlackettLuce()
         mu, sigma = random_table(rng, 60)
-        matches = random_matches(rng, 60, 400, [[1, 1], [3, 3], [2, 1], [1, 1, 1, 1]],
-                                 draws=0.2, weighted=0.2, day_step=2.0)
+        matches = random_matches(
+            rng,
+            60,
+            400,
+            [[1, 1], [3, 3], [2, 1], [1, 1, 1, 1]],
+            draws=0.2,
+            weighted=0.2,
+            day_step=2.0,
+        )
         ref = one_by_one(model, mu, sigma, matches, 0.3)
         assert_same(replay(model, mu, sigma, matches, tau_per_day=0.3), ref)
 
@@ -149,8 +161,9 @@ class TestAgainstOneByOne:
         rng = random.Random(4)
         model = Elo(multiplayer=multiplayer)
         mu, sigma = random_table(rng, 60, elo=True)
-        matches = random_matches(rng, 60, 300, [[1, 1], [2, 2], [1, 2], [1, 1, 1]],
-                                 draws=0.2, weighted=0.2, day_step=2.0)
+        matches = random_matches(
+            rng, 60, 300, [[1, 1], [2, 2], [1, 2], [1, 1, 1]], draws=0.2, weighted=0.2, day_step=2.0
+        )
         ref = one_by_one(model, mu, sigma, matches, 0.0)
         result = replay(model, mu, sigma, matches, tau_per_day=1.0)
         assert_same(result, ref)
@@ -161,12 +174,17 @@ class TestSemantics:
     def test_ageing_widens_by_the_days_since_the_previous_match(self) -> None:
         model = TrueSkill()
         a, b = model.rate_1vs1(Rating(25.0, 8.0), Rating(25.0, 8.0))
-        result = replay(model, [25.0, 25.0], [8.0, 8.0],
-                        [ReplayMatch([[0], [1]], day=10.0), ReplayMatch([[1], [0]], day=14.0)],
-                        tau_per_day=0.5)
+        result = replay(
+            model,
+            [25.0, 25.0],
+            [8.0, 8.0],
+            [ReplayMatch([[0], [1]], day=10.0), ReplayMatch([[1], [0]], day=14.0)],
+            tau_per_day=0.5,
+        )
         # Four days at 0.5 per day add 0.25 * 4 = 1 to each variance before the second match.
-        b2, a2 = model.rate_1vs1(Rating(b.mu, math.sqrt(b.sigma**2 + 1.0)),
-                                 Rating(a.mu, math.sqrt(a.sigma**2 + 1.0)))
+        b2, a2 = model.rate_1vs1(
+            Rating(b.mu, math.sqrt(b.sigma**2 + 1.0)), Rating(a.mu, math.sqrt(a.sigma**2 + 1.0))
+        )
         assert result.mu.tolist() == [a2.mu, b2.mu]
         assert result.sigma.tolist() == [a2.sigma, b2.sigma]
         assert result.last_day.tolist() == [14.0, 14.0]
@@ -178,8 +196,9 @@ class TestSemantics:
         mu = np.array([25.0, 30.0, 20.0])
         sigma = np.array([8.0, 3.0, 5.0])
         last = np.array([np.nan, 0.0, np.nan])
-        result = replay(model, mu, sigma, [ReplayMatch([[0], [1]], day=9.0)],
-                        tau_per_day=1.0, last_day=last)
+        result = replay(
+            model, mu, sigma, [ReplayMatch([[0], [1]], day=9.0)], tau_per_day=1.0, last_day=last
+        )
         w, l = model.rate_1vs1(Rating(25.0, 8.0), Rating(30.0, math.sqrt(9.0 + 9.0)))
         assert result.mu.tolist() == [w.mu, l.mu, 20.0]
         assert result.sigma.tolist() == [w.sigma, l.sigma, 5.0]
@@ -204,19 +223,20 @@ class TestInvalidInput:
             ({"last_day": [0.0, math.inf]}, "last_day"),
             ({"tau_per_day": -1.0}, "tau_per_day"),
             ({"matches": [ReplayMatch([[0], [2]])]}, "matches[0].teams"),
-            ({"matches": [ReplayMatch([[0], [1]]), ReplayMatch([[0], [0]])]},
-             "matches[1].teams"),
+            ({"matches": [ReplayMatch([[0], [1]]), ReplayMatch([[0], [0]])]}, "matches[1].teams"),
             ({"matches": [ReplayMatch([[0], [1.0]])]}, "matches[0].teams"),  # type: ignore[list-item]
             ({"matches": [ReplayMatch([[0], [1]], ranks=[0.0])]}, "matches[0].ranks"),
-            ({"matches": [ReplayMatch([[0], [1]], weights=[[2.0], [1.0]])]},
-             "matches[0].weights"),
+            ({"matches": [ReplayMatch([[0], [1]], weights=[[2.0], [1.0]])]}, "matches[0].weights"),
             ({"matches": [ReplayMatch([[0], [1]], day=math.nan)]}, "matches[0].day"),
             ({"matches": [ReplayMatch([[0, 1]])]}, "matches[0].teams"),
         ],
     )
     def test_names_the_argument(self, kwargs: dict[str, Any], argument: str) -> None:
-        args: dict[str, Any] = {"mu": [25.0, 25.0], "sigma": [8.0, 8.0],
-                                "matches": [ReplayMatch([[0], [1]])]}
+        args: dict[str, Any] = {
+            "mu": [25.0, 25.0],
+            "sigma": [8.0, 8.0],
+            "matches": [ReplayMatch([[0], [1]])],
+        }
         args.update(kwargs)
         with pytest.raises(RatingInputError) as info:
             replay(TrueSkill(), args.pop("mu"), args.pop("sigma"), args.pop("matches"), **args)
@@ -288,8 +308,15 @@ class TestGroupedAgainstOneByOne:
         rng = random.Random(name)
         elo = model.name == "elo"
         mu, sigma = random_table(rng, 80, elo=elo)
-        matches = random_matches(rng, 80, 600, SHAPES + ([[6, 6]] if elo else []),
-                                 draws=0.25, weighted=0.25, day_step=1.5)
+        matches = random_matches(
+            rng,
+            80,
+            600,
+            SHAPES + ([[6, 6]] if elo else []),
+            draws=0.25,
+            weighted=0.25,
+            day_step=1.5,
+        )
         ref = one_by_one(model, mu, sigma, matches, 0.4, with_quality=True)
         result = replay(model, mu, sigma, matches, tau_per_day=0.4, with_quality=True)
         assert_same(result, ref)
@@ -307,10 +334,20 @@ class TestGroupedAgainstOneByOne:
         scale = 3000.0 if elo else 60.0
         mu = [rng.uniform(-scale, scale) for _ in range(40)]
         sigma = [0.0] * 40 if elo else [rng.uniform(0.05, 10.0) for _ in range(40)]
-        matches = random_matches(rng, 40, 400, [[1, 1], [2, 2], [1, 2]], draws=0.4,
-                                 weighted=0.2, ranked=1.0, day_step=3.0)
-        assert_same(replay(model, mu, sigma, matches, tau_per_day=2.0),
-                    one_by_one(model, mu, sigma, matches, 2.0))
+        matches = random_matches(
+            rng,
+            40,
+            400,
+            [[1, 1], [2, 2], [1, 2]],
+            draws=0.4,
+            weighted=0.2,
+            ranked=1.0,
+            day_step=3.0,
+        )
+        assert_same(
+            replay(model, mu, sigma, matches, tau_per_day=2.0),
+            one_by_one(model, mu, sigma, matches, 2.0),
+        )
         assert grouped.vector == len(matches)
 
     @pytest.mark.parametrize(
@@ -324,8 +361,15 @@ class TestGroupedAgainstOneByOne:
             (TrueSkill(draw_probability=0.5), 60.0),
             (TrueSkill(ep_tolerance=1e-3, ep_max_rounds=3), 20.0),
         ],
-        ids=["pl-far", "pl", "elo", "elo-gaussian-mle", "trueskill", "trueskill-draws",
-             "trueskill-round-cap"],
+        ids=[
+            "pl-far",
+            "pl",
+            "elo",
+            "elo-gaussian-mle",
+            "trueskill",
+            "trueskill-draws",
+            "trueskill-round-cap",
+        ],
     )
     def test_many_teams(self, model: RatingModel, spread: float, grouped: Counter) -> None:
         """Three or more teams of every shape, ties included. Plackett-Luce rows with
@@ -335,10 +379,20 @@ class TestGroupedAgainstOneByOne:
         elo = model.name == "elo"
         mu = [rng.uniform(-spread, spread) for _ in range(400)]
         sigma = [0.0] * 400 if elo else [rng.uniform(0.5, 8.0) for _ in range(400)]
-        matches = random_matches(rng, 400, 300, [[1, 1, 1], [2, 1, 3, 1], [1] * 8, [2] * 6],
-                                 draws=0.3, weighted=0.2, ranked=0.8, day_step=1.0)
-        assert_same(replay(model, mu, sigma, matches, tau_per_day=0.5, with_quality=True),
-                    one_by_one(model, mu, sigma, matches, 0.5, with_quality=True))
+        matches = random_matches(
+            rng,
+            400,
+            300,
+            [[1, 1, 1], [2, 1, 3, 1], [1] * 8, [2] * 6],
+            draws=0.3,
+            weighted=0.2,
+            ranked=0.8,
+            day_step=1.0,
+        )
+        assert_same(
+            replay(model, mu, sigma, matches, tau_per_day=0.5, with_quality=True),
+            one_by_one(model, mu, sigma, matches, 0.5, with_quality=True),
+        )
         assert grouped.scalar == 0
 
     def test_tie_groups(self, grouped: Counter) -> None:
@@ -347,13 +401,15 @@ class TestGroupedAgainstOneByOne:
         for model in (PlackettLuce(), TrueSkill(), Elo()):
             mu, sigma = random_table(rng, 300, elo=model.name == "elo")
             matches = [
-                ReplayMatch(m.teams, [float(rng.randint(0, 2)) for _ in m.teams], m.weights,
-                            m.day)
-                for m in random_matches(rng, 300, 300, [[1] * 8, [2, 1, 2, 1, 2], [1, 1, 1]],
-                                        weighted=0.3, day_step=0.5)
+                ReplayMatch(m.teams, [float(rng.randint(0, 2)) for _ in m.teams], m.weights, m.day)
+                for m in random_matches(
+                    rng, 300, 300, [[1] * 8, [2, 1, 2, 1, 2], [1, 1, 1]], weighted=0.3, day_step=0.5
+                )
             ]
-            assert_same(replay(model, mu, sigma, matches, tau_per_day=0.1),
-                        one_by_one(model, mu, sigma, matches, 0.1))
+            assert_same(
+                replay(model, mu, sigma, matches, tau_per_day=0.1),
+                one_by_one(model, mu, sigma, matches, 0.1),
+            )
         assert grouped.scalar == 0
 
     @pytest.mark.parametrize("multiplayer", ["pairwise_mean", "full"])
@@ -363,10 +419,15 @@ class TestGroupedAgainstOneByOne:
         model = Elo(multiplayer=multiplayer)
         mu, sigma = random_table(rng, 50, elo=True)
         matches = [
-            ReplayMatch(m.teams, m.ranks, [[0.0] * len(m.teams[0]), [1.0] * len(m.teams[1])]
-                        if n % 3 == 0 else m.weights, m.day)
-            for n, m in enumerate(random_matches(rng, 50, 200, [[1, 1], [2, 2], [2, 3]],
-                                                 weighted=0.3))
+            ReplayMatch(
+                m.teams,
+                m.ranks,
+                [[0.0] * len(m.teams[0]), [1.0] * len(m.teams[1])] if n % 3 == 0 else m.weights,
+                m.day,
+            )
+            for n, m in enumerate(
+                random_matches(rng, 50, 200, [[1, 1], [2, 2], [2, 3]], weighted=0.3)
+            )
         ]
         assert_same(replay(model, mu, sigma, matches), one_by_one(model, mu, sigma, matches))
         assert grouped.vector == len(matches)
@@ -378,8 +439,10 @@ class TestGroupedAgainstOneByOne:
             model = TrueSkill(draw_probability=draw_probability)
             mu = [rng.uniform(-spread, spread) for _ in range(30)]
             sigma = [rng.uniform(0.1, 8.0) for _ in range(30)]
-            matches = [ReplayMatch(m.teams, ranks=[0.0, 0.0], weights=m.weights, day=m.day)
-                       for m in random_matches(rng, 30, 200, [[1, 1], [2, 1]], weighted=0.3)]
+            matches = [
+                ReplayMatch(m.teams, ranks=[0.0, 0.0], weights=m.weights, day=m.day)
+                for m in random_matches(rng, 30, 200, [[1, 1], [2, 1]], weighted=0.3)
+            ]
             assert_same(replay(model, mu, sigma, matches), one_by_one(model, mu, sigma, matches))
 
     def test_long_histories_do_not_drift(self, grouped: Counter) -> None:
@@ -388,42 +451,64 @@ class TestGroupedAgainstOneByOne:
         for model, elo in ((TrueSkill(), False), (PlackettLuce(), False), (Elo(), True)):
             mu, sigma = random_table(rng, 12, elo=elo)
             matches = random_matches(rng, 12, 6000, [[1, 1], [2, 2]], draws=0.1, day_step=0.3)
-            assert_same(replay(model, mu, sigma, matches, tau_per_day=0.2),
-                        one_by_one(model, mu, sigma, matches, 0.2))
+            assert_same(
+                replay(model, mu, sigma, matches, tau_per_day=0.2),
+                one_by_one(model, mu, sigma, matches, 0.2),
+            )
 
     def test_days_out_of_order_and_table_days(self, grouped: Counter) -> None:
         rng = random.Random(9)
         model = TrueSkill()
         mu, sigma = random_table(rng, 50)
         last = [rng.choice([math.nan, rng.uniform(-30.0, 30.0)]) for _ in range(50)]
-        matches = [ReplayMatch(m.teams, m.ranks, m.weights, day=rng.uniform(-10.0, 40.0))
-                   for m in random_matches(rng, 50, 300, [[1, 1], [2, 2]])]
-        assert_same(replay(model, mu, sigma, matches, tau_per_day=0.8, last_day=last),
-                    one_by_one(model, mu, sigma, matches, 0.8, last_day=last))
+        matches = [
+            ReplayMatch(m.teams, m.ranks, m.weights, day=rng.uniform(-10.0, 40.0))
+            for m in random_matches(rng, 50, 300, [[1, 1], [2, 2]])
+        ]
+        assert_same(
+            replay(model, mu, sigma, matches, tau_per_day=0.8, last_day=last),
+            one_by_one(model, mu, sigma, matches, 0.8, last_day=last),
+        )
 
     def test_default_thresholds_mix_both_paths(self) -> None:
         """Without forcing, big groups go vectorised and small ones one by one."""
         rng = random.Random(10)
         model = TrueSkill()
         mu, sigma = random_table(rng, 3000)
-        matches = random_matches(rng, 3000, 5000, [[1, 1], [1, 1], [2, 2], [1, 2, 1]],
-                                 draws=0.1, weighted=0.1, day_step=0.01)
-        assert_same(replay(model, mu, sigma, matches, tau_per_day=1.0, with_quality=True),
-                    one_by_one(model, mu, sigma, matches, 1.0, with_quality=True))
-
+        matches = random_matches(
+            rng,
+            3000,
+            5000,
+            [[1, 1], [1, 1], [2, 2], [1, 2, 1]],
+            draws=0.1,
+            weighted=0.1,
+            day_step=0.01,
+        )
+        assert_same(
+            replay(model, mu, sigma, matches, tau_per_day=1.0, with_quality=True),
+            one_by_one(model, mu, sigma, matches, 1.0, with_quality=True),
+        )
 
     def test_numpy_indices_and_short_replays(self) -> None:
         rng = random.Random(13)
         model = PlackettLuce()
         mu, sigma = random_table(rng, 40)
         matches = random_matches(rng, 40, 200, [[1, 1], [2, 3]], draws=0.2, day_step=1.0)
-        as_numpy = [ReplayMatch([np.array(t, dtype=np.int32) for t in m.teams], m.ranks,
-                                m.weights, np.float64(m.day)) for m in matches]
+        as_numpy = [
+            ReplayMatch(
+                [np.array(t, dtype=np.int32) for t in m.teams],
+                m.ranks,
+                m.weights,
+                np.float64(m.day),
+            )
+            for m in matches
+        ]
         ref = one_by_one(model, mu, sigma, matches, 0.5, with_quality=True)
         assert_same(replay(model, mu, sigma, as_numpy, tau_per_day=0.5, with_quality=True), ref)
         short = one_by_one(model, mu, sigma, matches[:10], 0.5, with_quality=True)
-        assert_same(replay(model, mu, sigma, matches[:10], tau_per_day=0.5, with_quality=True),
-                     short)
+        assert_same(
+            replay(model, mu, sigma, matches[:10], tau_per_day=0.5, with_quality=True), short
+        )
 
 
 class TestGroupedInvalidInput:
@@ -443,8 +528,9 @@ class TestGroupedInvalidInput:
             (ReplayMatch([[3], [4], []]), "matches[150].teams"),
         ],
     )
-    def test_first_bad_match_is_named(self, bad: ReplayMatch, argument: str,
-                                      grouped: Counter) -> None:
+    def test_first_bad_match_is_named(
+        self, bad: ReplayMatch, argument: str, grouped: Counter
+    ) -> None:
         rng = random.Random(11)
         mu, sigma = random_table(rng, 100)
         matches = random_matches(rng, 100, 300, [[1, 1], [2, 2]])

@@ -45,8 +45,7 @@ class TestDefaults:
         model = TrueSkill()
         assert model.name == "trueskill"
         assert model.params == pytest.approx(
-            {"mu": 25.0, "sigma": 25 / 3, "beta": 25 / 6, "tau": 25 / 300,
-             "draw_probability": 0.10}
+            {"mu": 25.0, "sigma": 25 / 3, "beta": 25 / 6, "tau": 25 / 300, "draw_probability": 0.10}
         )
         assert model.rating() == Rating(25.0, 25 / 3)
         # The published 1 vs 1 numbers from the prior (trueskill.org / the package docs).
@@ -91,8 +90,10 @@ class TestGolden:
             pool: dict[int, Rating] = {}
             for match in scenario["matches"]:
                 teams = [
-                    [pool.get(i, Rating(mu, sigma)) for i, (mu, sigma) in zip(ids, before,
-                                                                            strict=True)]
+                    [
+                        pool.get(i, Rating(mu, sigma))
+                        for i, (mu, sigma) in zip(ids, before, strict=True)
+                    ]
                     for ids, before in zip(match["players"], match["before"], strict=True)
                 ]
                 ours = model.rate(teams, ranks=match["ranks"], weights=match["weights"])
@@ -116,8 +117,10 @@ class TestLiveOracle:
         for _ in range(40):
             k = rng.randint(2, 8)
             teams = [
-                [Rating(rng.gauss(25.0, 8.0), rng.uniform(0.5, 9.0))
-                 for _ in range(rng.randint(1, 4))]
+                [
+                    Rating(rng.gauss(25.0, 8.0), rng.uniform(0.5, 9.0))
+                    for _ in range(rng.randint(1, 4))
+                ]
                 for _ in range(k)
             ]
             if model.params["draw_probability"] == 0.0:
@@ -126,11 +129,13 @@ class TestLiveOracle:
                 ranks = [rng.randint(0, k - 1) for _ in range(k)]
             weights = (
                 [[rng.uniform(0.05, 1.0) for _ in team] for team in teams]
-                if rng.random() < 0.5 else None
+                if rng.random() < 0.5
+                else None
             )
             ours = model.rate(teams, ranks=ranks, weights=weights)
-            ref = env.rate(_to_oracle(teams), ranks=ranks, weights=weights,
-                           min_delta=ORACLE_MIN_DELTA)
+            ref = env.rate(
+                _to_oracle(teams), ranks=ranks, weights=weights, min_delta=ORACLE_MIN_DELTA
+            )
             assert _max_error(ours, ref) < 1e-6
 
     def test_scores_and_listed_order(self) -> None:
@@ -145,8 +150,9 @@ class TestLiveOracle:
         assert _max_error(listed, ref) < 1e-6
         # Two teams given loser first by ranks.
         a, b = model.rate([[Rating(20.0, 6.0)], [Rating(30.0, 4.0)]], ranks=[2, 1])
-        ref2 = env.rate([[trueskill.Rating(20.0, 6.0)], [trueskill.Rating(30.0, 4.0)]],
-                        ranks=[2, 1])
+        ref2 = env.rate(
+            [[trueskill.Rating(20.0, 6.0)], [trueskill.Rating(30.0, 4.0)]], ranks=[2, 1]
+        )
         assert _max_error([a, b], ref2) < 1e-9
 
     def test_rate_1vs1_matches_rate(self) -> None:
@@ -190,6 +196,7 @@ class TestProbabilities:
         sds = [math.sqrt(t[0].sigma ** 2 + beta2) for t in teams]
         p = model.win_probabilities(teams)
         for j in range(k):
+
             def integrand(x: float, j: int = j) -> float:
                 z = (x - means[j]) / sds[j]
                 out = math.exp(-0.5 * z * z) / (sds[j] * math.sqrt(2.0 * math.pi))
@@ -208,8 +215,9 @@ class TestProbabilities:
         mean = 27.0 + 21.0 - 26.0 - 24.0
         sd = math.sqrt(9.0 + 25.0 + 64.0 + 4.0 + 4 * beta2)
         eps = stats.norm.ppf(0.6) * math.sqrt(4) * model.params["beta"]
-        ref = integrate.quad(lambda x: stats.norm.pdf(x, mean, sd), -eps, eps,
-                             epsabs=0.0, epsrel=1e-13)[0]
+        ref = integrate.quad(
+            lambda x: stats.norm.pdf(x, mean, sd), -eps, eps, epsabs=0.0, epsrel=1e-13
+        )[0]
         assert model.draw_probability(teams) == pytest.approx(ref, rel=1e-11)
         # Two even new players draw with the configured probability (the paper's 4.1).
         even = [[model.rating()], [model.rating()]]
@@ -246,8 +254,12 @@ class TestPartialPlayAndEdges:
         for k in (2, 3):
             teams = [[Rating(25.0, 8.0)] for _ in range(k)]
             weights = [[1e-160]] + [[1.0]] * (k - 1)
-            for method in (model.rate, model.quality, model.win_probabilities,
-                           model.draw_probability):
+            for method in (
+                model.rate,
+                model.quality,
+                model.win_probabilities,
+                model.draw_probability,
+            ):
                 with pytest.raises(RatingInputError) as info:
                     method(teams, weights=weights)
                 assert info.value.argument == "weights"
@@ -257,8 +269,10 @@ class TestPartialPlayAndEdges:
                 tiny.rate([[Rating(0.0, 1e-80)]] + [[Rating(0.0, 1.0)]] * (k - 1))
             assert info.value.argument == "teams"
         # A single vanishing weight next to a real teammate is fine.
-        out = model.rate([[Rating(25.0, 8.0), Rating(20.0, 3.0)], [Rating(25.0, 8.0)],
-                          [Rating(30.0, 2.0)]], weights=[[1e-160, 1.0], [1.0], [1.0]])
+        out = model.rate(
+            [[Rating(25.0, 8.0), Rating(20.0, 3.0)], [Rating(25.0, 8.0)], [Rating(30.0, 2.0)]],
+            weights=[[1e-160, 1.0], [1.0], [1.0]],
+        )
         assert out[0][0].mu == 25.0
 
     def test_inputs_are_not_mutated(self) -> None:
@@ -284,10 +298,16 @@ class TestPartialPlayAndEdges:
 
     @pytest.mark.parametrize(
         ("kwargs", "argument"),
-        [({"sigma": 0.0}, "sigma"), ({"beta": -1.0}, "beta"), ({"tau": math.nan}, "tau"),
-         ({"draw_probability": 1.0}, "draw_probability"),
-         ({"draw_probability": -0.1}, "draw_probability"), ({"mu": math.inf}, "mu"),
-         ({"ep_tolerance": 0.0}, "ep_tolerance"), ({"ep_max_rounds": 0}, "ep_max_rounds")],
+        [
+            ({"sigma": 0.0}, "sigma"),
+            ({"beta": -1.0}, "beta"),
+            ({"tau": math.nan}, "tau"),
+            ({"draw_probability": 1.0}, "draw_probability"),
+            ({"draw_probability": -0.1}, "draw_probability"),
+            ({"mu": math.inf}, "mu"),
+            ({"ep_tolerance": 0.0}, "ep_tolerance"),
+            ({"ep_max_rounds": 0}, "ep_max_rounds"),
+        ],
     )
     def test_invalid_parameters(self, kwargs: dict[str, float], argument: str) -> None:
         with pytest.raises(RatingInputError) as info:
@@ -337,8 +357,13 @@ class TestProperties:
         st.randoms(use_true_random=False),
     )
     def test_two_teams_winners_gain_losers_lose_no_sigma_grows(
-        self, team_a: list[Rating], team_b: list[Rating], drawn: bool, p_draw: float,
-        weighted: bool, rng: random.Random,
+        self,
+        team_a: list[Rating],
+        team_b: list[Rating],
+        drawn: bool,
+        p_draw: float,
+        weighted: bool,
+        rng: random.Random,
     ) -> None:
         model = TrueSkill(draw_probability=p_draw)
         tau2 = model.params["tau"] ** 2
@@ -370,10 +395,15 @@ class TestProperties:
             st.one_of(
                 st.none(),
                 st.just([[1.0] * len(t) for t in teams]),
-                st.builds(lambda ws: ws, st.tuples(*[
-                    st.lists(st.floats(0.05, 1.0), min_size=len(t), max_size=len(t))
-                    for t in teams
-                ]).map(list)),
+                st.builds(
+                    lambda ws: ws,
+                    st.tuples(
+                        *[
+                            st.lists(st.floats(0.05, 1.0), min_size=len(t), max_size=len(t))
+                            for t in teams
+                        ]
+                    ).map(list),
+                ),
             )
         )
         out = model.rate(teams, ranks=ranks, weights=weights)

@@ -52,14 +52,20 @@ def _ranks(rng: random.Random, k: int, draw_chance: float) -> list[int]:
     return ranks
 
 
-def _scenario(name: str, kind: str, matches: int, seed: int, params: dict[str, float],
-              draw_chance: float) -> dict[str, Any]:
+def _scenario(
+    name: str, kind: str, matches: int, seed: int, params: dict[str, float], draw_chance: float
+) -> dict[str, Any]:
     rng = random.Random(seed)
     env = trueskill.TrueSkill(backend="scipy", **params)
     pool = [env.create_rating() for _ in range(24)]
     # Spread the pool out first so that strong and weak players meet.
-    pool = [env.create_rating(mu=rng.gauss(params["mu"], params["sigma"]),
-                              sigma=params["sigma"] * rng.uniform(0.2, 1.0)) for _ in pool]
+    pool = [
+        env.create_rating(
+            mu=rng.gauss(params["mu"], params["sigma"]),
+            sigma=params["sigma"] * rng.uniform(0.2, 1.0),
+        )
+        for _ in pool
+    ]
     records = []
     for _ in range(matches):
         sizes, weighted = _match_shape(rng, kind)
@@ -67,22 +73,25 @@ def _scenario(name: str, kind: str, matches: int, seed: int, params: dict[str, f
         teams_ids: list[list[int]] = []
         start = 0
         for size in sizes:
-            teams_ids.append(ids[start:start + size])
+            teams_ids.append(ids[start : start + size])
             start += size
         groups = [[pool[i] for i in team] for team in teams_ids]
         ranks = _ranks(rng, len(sizes), draw_chance)
         weights = (
             [[round(rng.uniform(0.1, 1.0), 3) for _ in team] for team in teams_ids]
-            if weighted else None
+            if weighted
+            else None
         )
         rated = env.rate(groups, ranks=ranks, weights=weights, min_delta=MIN_DELTA)
-        records.append({
-            "players": teams_ids,
-            "ranks": ranks,
-            "weights": weights,
-            "before": [[[r.mu, r.sigma] for r in g] for g in groups],
-            "after": [[[r.mu, r.sigma] for r in g] for g in rated],
-        })
+        records.append(
+            {
+                "players": teams_ids,
+                "ranks": ranks,
+                "weights": weights,
+                "before": [[[r.mu, r.sigma] for r in g] for g in groups],
+                "after": [[[r.mu, r.sigma] for r in g] for g in rated],
+            }
+        )
         for team, new in zip(teams_ids, rated, strict=True):
             for i, r in zip(team, new, strict=True):
                 pool[i] = r
@@ -90,8 +99,13 @@ def _scenario(name: str, kind: str, matches: int, seed: int, params: dict[str, f
 
 
 def main() -> None:
-    default = {"mu": 25.0, "sigma": 25.0 / 3, "beta": 25.0 / 6, "tau": 25.0 / 300,
-               "draw_probability": 0.10}
+    default = {
+        "mu": 25.0,
+        "sigma": 25.0 / 3,
+        "beta": 25.0 / 6,
+        "tau": 25.0 / 300,
+        "draw_probability": 0.10,
+    }
     other = {"mu": 1500.0, "sigma": 300.0, "beta": 200.0, "tau": 8.0, "draw_probability": 0.25}
     scenarios = [
         _scenario("1v1", "1v1", 400, 1, default, 0.10),
