@@ -243,7 +243,7 @@ def _authorize(
 def check_key(row: KeyRow | None, digest: str, needed: str) -> KeyRow:
     """The key row found for ``digest`` (:func:`hash_key`) allows ``needed``, or the 401 or
     403 of :func:`authenticate` and the route guards. For routes that read the key in the
-    same statement as their own first rows (``app.recording.record_one``)."""
+    same statement as their own first rows (``app.recording.record_group``)."""
     if row is None or not hmac.compare_digest(row.key_hash, digest) or row.revoked_at is not None:
         raise _unknown()
     if _RANK.get(row.scope, -1) < _RANK[needed]:

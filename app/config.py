@@ -33,6 +33,8 @@ class Settings(BaseSettings):
     statement_timeout_ms: int = Field(default=10_000, ge=0)
     #: SQLite busy timeout in milliseconds: how long a writer waits for the lock.
     sqlite_busy_timeout_ms: int = Field(default=30_000, ge=0)
+    #: Most single-match POSTs a worker writes in one transaction (group commit).
+    write_group_max: int = Field(default=16, ge=1, le=256)
     #: How long ``/readyz`` waits for the database before answering 503, in seconds.
     readiness_timeout_s: float = Field(default=2.0, gt=0, le=60)
     #: uvicorn's log level: critical, error, warning, info, debug or trace.

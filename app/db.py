@@ -334,7 +334,7 @@ async def get_session(request: Request) -> AsyncIterator[Session]:
         with anyio.CancelScope(shield=True):
             await to_thread.run_sync(partial(_finish, session, commit=True, close=owner))
     elif owner:
-        # Committed by the route already (see ``app.api.deps.in_one_trip``), so the
+        # Committed by the route already, so the
         # connection is back in the pool: closing does no I/O.
         session.close()
 

@@ -13,6 +13,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api import api_router
 from app.api.ops import router as ops_router
+from app.api.writer import GroupWriter
 from app.config import GC_TUNING_ENV, Settings, get_settings
 from app.errors import InvalidInput, PayloadTooLarge, install_error_handlers, problem_response
 from app.faults import install_from_environment as install_fault_hook
@@ -159,6 +160,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         title="ratings", version="1.0.0", description=DESCRIPTION, lifespan=_lifespan
     )
     install_error_handlers(application)
+    application.state.group_writer = GroupWriter(settings.write_group_max)
     application.include_router(api_router)
     application.include_router(ops_router)
     # Innermost: a run lost to a deadlock is run again with the body read once above.

@@ -42,6 +42,13 @@ MATCHES_RECORDED = Counter(
     "Matches recorded and applied to ratings.",
 )
 
+#: Single-match POSTs written together in one transaction (``app.api.writer``).
+WRITE_GROUP_SIZE = Histogram(
+    "ratings_write_group_size",
+    "Single matches written in one transaction by a worker's group commit.",
+    buckets=(1, 2, 4, 8, 16, 32, 64),
+)
+
 #: The route label of requests that matched no route (keeps the label set small).
 UNMATCHED = "unmatched"
 

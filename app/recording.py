@@ -14,7 +14,7 @@ import json
 import math
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any, cast
@@ -26,10 +26,11 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app import auth, repositories
-from app.errors import Conflict, InvalidInput, NotFound
+from app.errors import Conflict, InvalidInput, NotFound, ProblemError
 from app.models import Ladder, Match, Participant, RatingHistory
 from app.rating.base import RatingInputError
 from app.rating.replay import ReplayMatch, replay
+from app.repositories import HISTORY_COLUMNS, MATCH_COLUMNS, PARTICIPANT_COLUMNS
 from app.schemas import MatchCreate
 from app.services import (
     LADDER_ID,
@@ -472,47 +473,6 @@ def participant_rows(
     return [dict(zip(PARTICIPANT_COLUMNS, row, strict=True)) for row in values]
 
 
-#: The columns of the rows :func:`_apply` writes, in the order of its tuples.
-MATCH_COLUMNS = (
-    "seq",
-    "ladder_id",
-    "match_id",
-    "body_hash",
-    "played_at",
-    "recorded_at",
-    "quality",
-    "request",
-    "meta",
-    "result",
-    "voided_at",
-)
-PARTICIPANT_COLUMNS = (
-    "match_seq",
-    "player_id",
-    "ladder_id",
-    "team",
-    "position",
-    "rank",
-    "weight",
-    "mu_before",
-    "sigma_before",
-    "mu_after",
-    "sigma_after",
-)
-HISTORY_COLUMNS = (
-    "ladder_id",
-    "player_id",
-    "kind",
-    "match_seq",
-    "match_id",
-    "played_at",
-    "mu_before",
-    "sigma_before",
-    "mu_after",
-    "sigma_after",
-)
-
-
 def _participant_values(
     *,
     config: LadderConfig,
@@ -586,16 +546,6 @@ def _stored(incoming: _Incoming, stored: repositories.StoredMatch, label: Label)
             index=incoming.index,
         )
     return stored.result
-
-
-def _stored_answer(session: Session, ladder_id: str, incoming: _Incoming) -> str | None:
-    """The stored answer to a lone match whose match_id was recorded before (None: it was
-    not): :func:`_stored`'s retry or conflict."""
-    known = repositories.find_matches(
-        session=session, ladder_id=ladder_id, match_ids=[incoming.match_id]
-    )
-    stored = known.get(incoming.match_id)
-    return None if stored is None else _stored(incoming, stored, single)
 
 
 def single(index: int) -> str:
@@ -735,54 +685,22 @@ def _apply(
     participants: list[tuple[Any, ...]] = []
     history: list[tuple[Any, ...]] = []
     for n, (m, plan, seq) in enumerate(zip(fresh, planned, seqs, strict=True)):
-        ranks = dense_ranks(plan.outcome)
-        offset = rated.offsets[n]
-        text = with_seq(
-            result_parts(
-                config=config,
-                ladder_id=ladder.id,
-                match_id=m.match_id,
-                played_at=m.played_at,
-                recorded_at=now,
-                quality=quality[n],
-                teams=plan.teams,
-                ranks=ranks,
-                weights=plan.weights,
-                before=before,
-                after=after,
-                offset=offset,
-                meta=m.body.meta,
-            ),
-            seq,
-        )
-        results[m.index] = (text, True)
-        match_rows.append(
-            (
-                seq,
-                ladder.id,
-                m.match_id,
-                m.digest,
-                m.played_at,
-                now,
-                quality[n],
-                m.canonical,
-                m.body.meta,
-                text,
-                None,
-            )
-        )
-        _participant_values(
+        text = _match_rows(
             config=config,
             ladder_id=ladder.id,
+            incoming=m,
+            plan=plan,
             seq=seq,
-            match=plan,
-            ranks=ranks,
+            now=now,
+            quality=quality[n],
             before=before,
             after=after,
-            offset=offset,
+            offset=rated.offsets[n],
+            match_rows=match_rows,
             participants=participants,
             history=history,
         )
+        results[m.index] = (text, True)
     try:
         with session.begin_nested():
             repositories.insert_values(
@@ -808,6 +726,73 @@ def _apply(
         ladder_id=ladder.id,
         rows=_rating_rows(config=config, table=table, states=states, planned=planned, now=now),
     )
+
+
+def _match_rows(
+    *,
+    config: LadderConfig,
+    ladder_id: str,
+    incoming: _Incoming,
+    plan: Planned,
+    seq: int,
+    now: datetime,
+    quality: float,
+    before: tuple[list[float], list[float]],
+    after: tuple[list[float], list[float]],
+    offset: int,
+    match_rows: list[tuple[Any, ...]],
+    participants: list[tuple[Any, ...]],
+    history: list[tuple[Any, ...]],
+) -> str:
+    """Append a rated match's row (:data:`MATCH_COLUMNS`), its participants and its history
+    rows; returns its result document."""
+    ranks = dense_ranks(plan.outcome)
+    text = with_seq(
+        result_parts(
+            config=config,
+            ladder_id=ladder_id,
+            match_id=incoming.match_id,
+            played_at=incoming.played_at,
+            recorded_at=now,
+            quality=quality,
+            teams=plan.teams,
+            ranks=ranks,
+            weights=plan.weights,
+            before=before,
+            after=after,
+            offset=offset,
+            meta=incoming.body.meta,
+        ),
+        seq,
+    )
+    match_rows.append(
+        (
+            seq,
+            ladder_id,
+            incoming.match_id,
+            incoming.digest,
+            incoming.played_at,
+            now,
+            quality,
+            incoming.canonical,
+            incoming.body.meta,
+            text,
+            None,
+        )
+    )
+    _participant_values(
+        config=config,
+        ladder_id=ladder_id,
+        seq=seq,
+        match=plan,
+        ranks=ranks,
+        before=before,
+        after=after,
+        offset=offset,
+        participants=participants,
+        history=history,
+    )
+    return text
 
 
 def _rating_rows(
@@ -853,14 +838,7 @@ def _rating_rows(
     return rows
 
 
-def record_match(
-    *, session: Session, ladder: Ladder, body: MatchCreate, now: datetime
-) -> tuple[str, bool]:
-    """Apply one match atomically: a batch of one. Returns (result JSON text, created)."""
-    return record_matches(session=session, ladder=ladder, bodies=[body], now=now, label=single)[0]
-
-
-# -- recording one match: the lean path ------------------------------------------------------
+# -- recording single matches in groups ----------------------------------------------------
 
 
 @lru_cache(maxsize=256)
@@ -875,66 +853,35 @@ def _ladder_of(ladder_id: str, algorithm: str, params: str) -> tuple[Ladder, Lad
 #: How many players :data:`_rated` holds at most (then it starts afresh): a few MB.
 RATED_HINTS = 50_000
 
-#: Hashes of (ladder, player) pairs this process has found rated: a hint only. A match of
-#: such players locks them first; a match with others inserts them first (one statement
-#: more). A wrong hint (a player since removed by a void, or a hash collision) costs a
-#: restart, never a wrong answer.
+#: Hashes of (ladder, player) pairs this process has found rated: a hint only. A group of
+#: such players locks them at once; a group with others inserts them first (one statement
+#: more). A wrong hint (a player since removed by a void, or a hash collision) costs an
+#: insert under the locks, never a wrong answer.
 _rated: set[int] = set()
 
 
-def _begin(
-    *,
-    session: Session,
-    digest: str,
-    ladder_id: str,
-    players: list[str],
-    now: datetime,
-    insert_first: bool,
-) -> tuple[Ladder, LadderConfig, list[repositories.RatingState], list[str]] | None:
-    """Check the write key (by its ``digest``), read the ladder (share-locked on
-    PostgreSQL) and lock the ratings of ``players`` (sorted) in player id order; returns
-    the ladder, its configuration, the locked ratings and their row ids.
+@dataclass(frozen=True, slots=True)
+class Submitted:
+    """One ``POST .../matches``: its ladder, the SHA-256 of its write key, its body and
+    the moment it arrived (its ``recorded_at``, and ``played_at`` unless the body has one)."""
 
-    Missing ratings are inserted at the prior: with ``insert_first`` (PostgreSQL) before
-    any lock is taken; else on SQLite (whose write lock is held) after the lock, then
-    locked again, and on PostgreSQL not at all: None is returned, to start again.
-    """
-    found = repositories.key_and_ladder(
-        session=session,
-        key_hash=digest,
-        ladder_id=ladder_id if LADDER_ID.fullmatch(ladder_id) else None,
-    )
-    key_row = auth.check_key(found.key, digest, "write")
-    if auth.use_due(key_row, now):
-        auth.record_use(session, key_id=key_row.id, now=now)
-    if found.algorithm is None or found.params is None:
-        raise NotFound(f"ladder: no ladder {ladder_id[:64]!r}")
-    ladder, config = _ladder_of(ladder_id, found.algorithm, found.params)
-    postgres = session.get_bind().dialect.name == "postgresql"
-    if insert_first:
-        _insert_ratings(session=session, ladder=ladder, config=config, players=players, now=now)
-    states, row_ids = repositories.lock_players(
-        session=session, ladder_id=ladder.id, player_ids=players
-    )
-    if len(states) < len(players):
-        if postgres and not insert_first:
-            return None
-        # SQLite; or on PostgreSQL a player deleted (by a void) in between: rare.
-        known = {state.player_id for state in states}
-        missing = [player for player in players if player not in known]
-        _insert_ratings(session=session, ladder=ladder, config=config, players=missing, now=now)
-        states, row_ids = repositories.lock_players(
-            session=session, ladder_id=ladder.id, player_ids=players
-        )
-    return ladder, config, states, row_ids
+    ladder_id: str
+    key_digest: str
+    body: MatchCreate
+    now: datetime
+
+
+#: What a submitted match gets: (result JSON text, created), or the error to answer with.
+Answer = tuple[str, bool] | ProblemError
 
 
 def _insert_ratings(
     *, session: Session, ladder: Ladder, config: LadderConfig, players: list[str], now: datetime
-) -> None:
-    """Ratings at the prior for those of ``players`` the ladder does not know yet."""
+) -> list[str]:
+    """Ratings at the prior for those of ``players`` the ladder does not know yet; returns
+    the players created."""
     prior = config.model.rating()
-    repositories.insert_missing_ratings(
+    return repositories.insert_missing_ratings(
         session=session,
         ladder_id=ladder.id,
         player_ids=players,
@@ -945,170 +892,254 @@ def _insert_ratings(
     )
 
 
-def record_one(
-    *, session: Session, ladder_id: str, key: str, body: MatchCreate, now: datetime
-) -> tuple[tuple[str, bool], bool]:
-    """Check the write ``key`` and record one match: ((result JSON text, created), whether
-    to commit). A match_id recorded before with the same body gives its stored result and
-    nothing to commit; with another body, ``Conflict``.
+@dataclass
+class _LadderWork:
+    """The matches of one ladder in a group, in arrival order."""
 
-    What a batch of one does (:func:`record_matches`: the same rating step, result document
-    and rows), in fewer statements. On PostgreSQL: the key and the ladder (share-locked, so
-    a parameter change waits for this match and this match for it) in one statement; the
-    players' ratings locked in player id order (players not seen rated before are first
-    inserted if new); and ONE statement that stores the match, its
-    participants, the history and the new ratings, or nothing when the match_id exists
-    already. The seq is drawn by that last statement, with the players' rows locked, so
-    matches sharing a player get seqs in the order they were applied. On SQLite the
-    transaction holds the database's write lock from its start, so a stored match_id is
-    looked up (after the players' ratings) and the rows go in with one executemany each.
-    """
-    digest = auth.hash_key(key)
-    postgres = session.get_bind().dialect.name == "postgresql"
-    players = sorted({player for team in body.teams for player in team})
-    # A transaction never inserts ratings while it holds rating locks (two matches
-    # creating each other's players would deadlock): players not all seen rated before
-    # are inserted (if new) before anything is locked.
-    begun = _begin(
-        session=session,
-        digest=digest,
-        ladder_id=ladder_id,
-        players=players,
-        now=now,
-        insert_first=postgres and not all(hash((ladder_id, p)) in _rated for p in players),
-    )
-    if begun is None:
-        # Some were not there after all (removed by a void): start again, inserting first.
-        session.rollback()
-        begun = _begin(
+    ladder: Ladder
+    config: LadderConfig
+    incoming: list[_Incoming]
+    players: list[str]
+    #: Players this transaction created (at the prior): removed again if none of the
+    #: ladder's matches in the group is written.
+    created: set[str] = field(default_factory=set)
+
+
+def _admit(
+    session: Session, submitted: Sequence[Submitted], answers: list[Answer | None]
+) -> dict[str, _LadderWork]:
+    """Check each match's key and ladder (one statement per key and ladder; on PostgreSQL
+    the ladder's row is share-locked, so a parameter change waits for the group and the
+    group for it) and sort the admitted matches by ladder. A refused one gets its 401, 403
+    or 404 in ``answers``."""
+    found: dict[tuple[str, str], repositories.KeyAndLadder] = {}
+    for digest, ladder_id in sorted({(s.key_digest, s.ladder_id) for s in submitted}):
+        found[digest, ladder_id] = repositories.key_and_ladder(
             session=session,
-            digest=digest,
-            ladder_id=ladder_id,
-            players=players,
-            now=now,
-            insert_first=True,
+            key_hash=digest,
+            ladder_id=ladder_id if LADDER_ID.fullmatch(ladder_id) else None,
         )
-        assert begun is not None
-    ladder, config, states, row_ids = begun
+    used: set[int] = set()
+    work: dict[str, _LadderWork] = {}
+    for n, s in enumerate(submitted):
+        row = found[s.key_digest, s.ladder_id]
+        try:
+            key = auth.check_key(row.key, s.key_digest, "write")
+            if row.algorithm is None or row.params is None:
+                raise NotFound(f"ladder: no ladder {s.ladder_id[:64]!r}")
+        except ProblemError as exc:
+            answers[n] = exc
+            continue
+        if key.id not in used and auth.use_due(key, s.now):
+            auth.record_use(session, key_id=key.id, now=s.now)
+        used.add(key.id)
+        ladder, config = _ladder_of(s.ladder_id, row.algorithm, row.params)
+        canonical = canonical_request(s.body)
+        incoming = _Incoming(
+            index=n,
+            body=s.body,
+            match_id=s.body.match_id or f"m-{uuid.uuid4().hex}",
+            played_at=s.body.played_at or s.now,
+            canonical=canonical,
+            digest=body_hash(canonical),
+        )
+        entry = work.setdefault(ladder.id, _LadderWork(ladder, config, [], []))
+        entry.incoming.append(incoming)
+    return work
+
+
+def _lock_players(
+    session: Session, work: dict[str, _LadderWork], now: datetime
+) -> dict[str, list[repositories.RatingState]]:
+    """Lock the ratings of every player of the group, ladder by ladder and player by player
+    in id order (the one order every writer takes them in, so writers never deadlock).
+
+    Players not all known to be rated are inserted at the prior first, before any lock is
+    held: two groups creating each other's players while holding locks could deadlock."""
+    for ladder_id in sorted(work):
+        entry = work[ladder_id]
+        if not all(hash((ladder_id, p)) in _rated for p in entry.players):
+            entry.created.update(
+                _insert_ratings(
+                    session=session,
+                    ladder=entry.ladder,
+                    config=entry.config,
+                    players=entry.players,
+                    now=now,
+                )
+            )
+    locked: dict[str, list[repositories.RatingState]] = {}
+    for ladder_id in sorted(work):
+        entry = work[ladder_id]
+        states = repositories.lock_players(
+            session=session, ladder_id=ladder_id, player_ids=entry.players
+        )
+        if len(states) < len(entry.players):
+            # A hinted player is gone (removed by a void): rare. Created under the locks;
+            # should that deadlock with another writer, the transaction runs again.
+            _rated.clear()
+            entry.created.update(
+                _insert_ratings(
+                    session=session,
+                    ladder=entry.ladder,
+                    config=entry.config,
+                    players=entry.players,
+                    now=now,
+                )
+            )
+            states = repositories.lock_players(
+                session=session, ladder_id=ladder_id, player_ids=entry.players
+            )
+        locked[ladder_id] = states
     if len(_rated) > RATED_HINTS:
         _rated.clear()
-    _rated.update(hash((ladder_id, p)) for p in players)
+    _rated.update(hash((ladder_id, p)) for ladder_id in work for p in work[ladder_id].players)
+    return locked
 
-    canonical = canonical_request(body)
-    incoming = _Incoming(
-        index=0,
-        body=body,
-        match_id=body.match_id or f"m-{uuid.uuid4().hex}",
-        played_at=body.played_at or now,
-        canonical=canonical,
-        digest=body_hash(canonical),
-    )
-    if body.match_id is not None and not postgres:
-        # SQLite: the write lock is held, so what is stored now stays so until the commit.
-        stored = _stored_answer(session, ladder.id, incoming)
-        if stored is not None:
-            return (stored, False), False
 
-    table = _table_of(states)
-    plan = Planned(
-        match_id=incoming.match_id,
-        played_at=incoming.played_at,
-        teams=body.teams,
-        outcome=outcome(body),
-        weights=body.weights,
-    )
-    try:
-        rated = rate(ladder=ladder, config=config, table=table, matches=[plan], label=single)
-    except MatchRefused:
-        if body.match_id is not None and postgres:
-            # Another body under a stored match_id is a conflict, whatever it holds.
-            stored = _stored_answer(session, ladder.id, incoming)
-            if stored is not None:
-                return (stored, False), False
-        raise
-    before = (rated.before_mu.tolist(), rated.before_sigma.tolist())
-    after = (rated.after_mu.tolist(), rated.after_sigma.tolist())
-    quality = float(rated.quality[0])
-    ranks = dense_ranks(plan.outcome)
-    head, tail = result_parts(
-        config=config,
-        ladder_id=ladder.id,
-        match_id=incoming.match_id,
-        played_at=incoming.played_at,
-        recorded_at=now,
-        quality=quality,
-        teams=plan.teams,
-        ranks=ranks,
-        weights=plan.weights,
-        before=before,
-        after=after,
-        offset=0,
-        meta=body.meta,
-    )
-    ratings = _rating_rows(config=config, table=table, states=states, planned=[plan], now=now)
-    match = {
-        "ladder_id": ladder.id,
-        "match_id": incoming.match_id,
-        "body_hash": incoming.digest,
-        "played_at": incoming.played_at,
-        "recorded_at": now,
-        "quality": quality,
-        "request": canonical,
-        "meta": body.meta,
-        "voided_at": None,
-    }
-    if postgres:
-        # The seq is drawn by the statement: the rows go without it.
-        participants = participant_rows(
-            config=config,
-            ladder_id=ladder.id,
-            seq=0,
-            match=plan,
-            ranks=ranks,
-            before=before,
-            after=after,
-            offset=0,
+def _settle_recorded(
+    session: Session, entry: _LadderWork, answers: list[Answer | None]
+) -> list[_Incoming]:
+    """Answer the matches whose match_id is recorded already: the same body is a retry,
+    another body a conflict. Returns the new ones. (One recorded meanwhile by another
+    transaction fails the group's insert: ``app.api.writer`` then writes each alone.)"""
+    named = [m.match_id for m in entry.incoming if m.body.match_id is not None]
+    if not named:
+        return entry.incoming
+    known = repositories.find_matches(session=session, ladder_id=entry.ladder.id, match_ids=named)
+    fresh = []
+    for m in entry.incoming:
+        stored = known.get(m.match_id)
+        if stored is None:
+            fresh.append(m)
+            continue
+        try:
+            answers[m.index] = (_stored(m, stored, single), False)
+        except MatchConflict as exc:
+            answers[m.index] = exc
+    return fresh
+
+
+def _rate_each(
+    entry: _LadderWork,
+    table: RatingTable,
+    fresh: list[_Incoming],
+    answers: list[Answer | None],
+) -> tuple[list[_Incoming], list[Planned], Rated]:
+    """Rate the new matches of one ladder in order over ``table`` (updated in place). A match
+    the model refuses gets its 422 in ``answers`` and is left out, as if it had never come:
+    the others are rated again without it, from the same ratings."""
+    kept = list(fresh)
+    while True:
+        planned = [
+            Planned(
+                match_id=m.match_id,
+                played_at=m.played_at,
+                teams=m.body.teams,
+                outcome=outcome(m.body),
+                weights=m.body.weights,
+            )
+            for m in kept
+        ]
+        trial = RatingTable(
+            players=table.players,
+            mu=table.mu.copy(),
+            sigma=table.sigma.copy(),
+            last_day=table.last_day.copy(),
         )
-        seq = repositories.write_match(
-            session=session,
-            match=match,
-            result=(head, tail),
-            participants=participants,
-            ratings=ratings,
-            row_ids=row_ids,
-        )
-        if seq is None:
-            # Recorded meanwhile (the insert waited for that transaction): nothing was written.
-            stored = _stored_answer(session, ladder.id, incoming)
-            if stored is None:  # and gone again: its ladder was deleted meanwhile
-                raise NotFound(f"ladder: no ladder {ladder_id[:64]!r}")
-            return (stored, False), False
-        return (with_seq((head, tail), seq), True), True
+        try:
+            rated = rate(
+                ladder=entry.ladder, config=entry.config, table=trial, matches=planned, label=single
+            )
+        except MatchRefused as exc:
+            answers[kept[exc.index].index] = exc
+            del kept[exc.index]
+            continue
+        table.mu, table.sigma, table.last_day = trial.mu, trial.sigma, trial.last_day
+        return kept, planned, rated
 
-    (seq,) = repositories.allocate_match_seqs(session=session, count=1)
-    document = with_seq((head, tail), seq)
-    repositories.insert_rows(
-        session=session, table=MATCHES, rows=[{**match, "seq": seq, "result": document}]
+
+def record_group(*, session: Session, submitted: Sequence[Submitted]) -> list[Answer]:
+    """Record single matches that arrived together, in arrival order, in the session's one
+    transaction; returns each one's answer. Each gets exactly the answer it would have had
+    alone, after the ones before it: a later match sees the ratings an earlier one left. A
+    match refused (its key, its ladder, its outcome, another body under its match_id) is
+    answered with its error and changes nothing; the others are written.
+
+    The match_ids of one ladder must be distinct within a group (a repeat goes into the
+    next group, where it finds the first recorded). Nothing is committed here.
+    """
+    answers: list[Answer | None] = [None] * len(submitted)
+    work = _admit(session, submitted, answers)
+    for ladder_id in list(work):
+        entry = work[ladder_id]
+        entry.incoming = _settle_recorded(session, entry, answers)
+        entry.players = sorted({p for m in entry.incoming for team in m.body.teams for p in team})
+        if not entry.incoming:
+            del work[ladder_id]
+    if not work:
+        return [answer for answer in answers if answer is not None]
+    latest = max(s.now for s in submitted)
+    locked = _lock_players(session, work, latest)
+    rated_by_ladder = []
+    for ladder_id in sorted(work):
+        entry = work[ladder_id]
+        states = locked[ladder_id]
+        table = _table_of(states)
+        kept, planned, rated = _rate_each(entry, table, entry.incoming, answers)
+        if entry.created:
+            # Players created for matches that were all refused leave nothing behind.
+            playing = {p for m in kept for team in m.body.teams for p in team}
+            repositories.delete_ratings(
+                session=session, ladder_id=ladder_id, player_ids=sorted(entry.created - playing)
+            )
+        if kept:
+            rated_by_ladder.append((entry, states, table, kept, planned, rated))
+    total = sum(len(kept) for _, _, _, kept, _, _ in rated_by_ladder)
+    seqs = iter(repositories.allocate_match_seqs(session=session, count=total))
+    # Seqs in arrival order across the group.
+    order = sorted(
+        (m.index, n, k)
+        for n, (_, _, _, kept, _, _) in enumerate(rated_by_ladder)
+        for k, m in enumerate(kept)
     )
-    values: list[tuple[Any, ...]] = []
+    seq_of = {(n, k): next(seqs) for _, n, k in order}
+    match_rows: list[tuple[Any, ...]] = []
+    participants: list[tuple[Any, ...]] = []
     history: list[tuple[Any, ...]] = []
-    _participant_values(
-        config=config,
-        ladder_id=ladder.id,
-        seq=seq,
-        match=plan,
-        ranks=ranks,
-        before=before,
-        after=after,
-        offset=0,
-        participants=values,
+    for n, (entry, _, _, kept, planned, rated) in enumerate(rated_by_ladder):
+        before = (rated.before_mu.tolist(), rated.before_sigma.tolist())
+        after = (rated.after_mu.tolist(), rated.after_sigma.tolist())
+        quality = rated.quality.tolist()
+        for k, (m, plan) in enumerate(zip(kept, planned, strict=True)):
+            seq = seq_of[n, k]
+            now = submitted[m.index].now
+            text = _match_rows(
+                config=entry.config,
+                ladder_id=entry.ladder.id,
+                incoming=m,
+                plan=plan,
+                seq=seq,
+                now=now,
+                quality=quality[k],
+                before=before,
+                after=after,
+                offset=rated.offsets[k],
+                match_rows=match_rows,
+                participants=participants,
+                history=history,
+            )
+            answers[m.index] = (text, True)
+    repositories.write_recorded(
+        session=session,
+        matches=match_rows,
+        participants=participants,
         history=history,
+        ratings={
+            entry.ladder.id: _rating_rows(
+                config=entry.config, table=table, states=states, planned=planned, now=latest
+            )
+            for entry, states, table, _, planned, _ in rated_by_ladder
+        },
     )
-    repositories.insert_values(
-        session=session, table=PARTICIPANTS, names=PARTICIPANT_COLUMNS, values=values
-    )
-    repositories.insert_values(
-        session=session, table=HISTORY, names=HISTORY_COLUMNS, values=history
-    )
-    repositories.update_ratings(session=session, ladder_id=ladder.id, rows=ratings)
-    return (document, True), True
+    return [answer for answer in answers if answer is not None]

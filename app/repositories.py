@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import cache
 from typing import Any, NamedTuple, cast
@@ -26,12 +26,12 @@ from sqlalchemy import (
     bindparam,
     delete,
     func,
+    insert,
     or_,
     select,
     text,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.expression import Executable
@@ -129,8 +129,9 @@ def insert_missing_ratings(
     sigma: float | None,
     conservative: float,
     now: datetime,
-) -> None:
-    """Create a rating at the prior for each player not yet in the ladder.
+) -> list[str]:
+    """Create a rating at the prior for each player not yet in the ladder; returns the
+    players created.
 
     ``INSERT ... ON CONFLICT DO NOTHING``: two requests creating the same new player both
     succeed (the second waits for the first on PostgreSQL, then does nothing). Rows go in
@@ -138,11 +139,11 @@ def insert_missing_ratings(
     taken in.
     """
     if not player_ids:
-        return
+        return []
     if _dialect(session) == "postgresql":
         # One statement with the ids as one array, ordered by the statement as the locks
         # are: far cheaper than the ORM's multi-row INSERTs for thousands of players.
-        session.execute(
+        created = session.execute(
             _INSERT_PLAYERS_SQL,
             {
                 "ladder_id": ladder_id,
@@ -153,7 +154,19 @@ def insert_missing_ratings(
                 "now": now,
             },
         )
-        return
+        return list(created.scalars())
+    # SQLite: the transaction holds the database's write lock, so what is missing now is
+    # what this insert creates.
+    known: set[str] = set()
+    for chunk in _chunks(list(player_ids), session):
+        known.update(
+            session.scalars(
+                select(PlayerRating.player_id).where(
+                    PlayerRating.ladder_id == ladder_id, PlayerRating.player_id.in_(list(chunk))
+                )
+            )
+        )
+    missing = sorted(set(player_ids) - known)
     rows = [
         {
             "ladder_id": ladder_id,
@@ -165,13 +178,12 @@ def insert_missing_ratings(
             "last_played_at": None,
             "updated_at": now,
         }
-        for player_id in sorted(player_ids)
+        for player_id in missing
     ]
-    statement = sqlite_insert(PlayerRating).on_conflict_do_nothing(
-        index_elements=["ladder_id", "player_id"]
-    )
-    # executemany: SQLAlchemy batches the rows into multi-row INSERTs of bounded size.
-    session.execute(statement, rows)
+    if rows:
+        # executemany: SQLAlchemy batches the rows into multi-row INSERTs of bounded size.
+        session.execute(insert(PlayerRating), rows)
+    return missing
 
 
 def _dialect(session: Session) -> str:
@@ -963,10 +975,20 @@ def players_with_adjustments(
 
 
 def delete_ratings(*, session: Session, ladder_id: str, player_ids: Sequence[str]) -> None:
-    if player_ids:
+    """Remove the ratings of ``player_ids``. On SQLite, whose triggers keep the rating
+    buckets row by row, buckets left with no player go too (PostgreSQL's deferred apply
+    leaves none)."""
+    if not player_ids:
+        return
+    session.execute(
+        delete(PlayerRating).where(
+            PlayerRating.ladder_id == ladder_id, PlayerRating.player_id.in_(list(player_ids))
+        )
+    )
+    if _dialect(session) == "sqlite":
         session.execute(
-            delete(PlayerRating).where(
-                PlayerRating.ladder_id == ladder_id, PlayerRating.player_id.in_(list(player_ids))
+            delete(RatingBucket).where(
+                RatingBucket.ladder_id == ladder_id, RatingBucket.players == 0
             )
         )
 
@@ -1012,7 +1034,7 @@ def update_matches(*, session: Session, rows: Sequence[dict[str, Any]]) -> None:
     bulk_update(session=session, table=cast(Table, Match.__table__), keys=("seq",), rows=rows)
 
 
-# -- recording one match (app.recording.record_one) -------------------------------------------
+# -- recording single matches (app.recording.record_group) ------------------------------------
 
 
 class KeyRow(NamedTuple):
@@ -1075,41 +1097,39 @@ _STATE_COLUMNS: dict[str, TypeEngine[Any]] = {
     "matches": Integer(),
     "last_played_at": DateTime(timezone=True),
 }
-_LOCKED_COLUMNS: dict[str, TypeEngine[Any]] = {**_STATE_COLUMNS, "row_id": String()}
 _LOCK_PLAYERS_SQL = {
     # One index lookup per player, in the order given (a nested loop over the ids): the
     # plan does not hang on the ladder's row count, which the statistics of a growing
     # ladder underestimate (a scan of the whole ladder looks cheap then).
     "postgresql": text(
-        "SELECT r.player_id, r.mu, r.sigma, r.matches, r.last_played_at, r.row_id "
+        "SELECT r.player_id, r.mu, r.sigma, r.matches, r.last_played_at "
         "FROM unnest(CAST(:player_ids AS VARCHAR[])) AS p(player_id) "
-        "CROSS JOIN LATERAL (SELECT player_id, mu, sigma, matches, last_played_at, "
-        "CAST(ctid AS TEXT) AS row_id FROM ratings "
+        "CROSS JOIN LATERAL (SELECT player_id, mu, sigma, matches, last_played_at FROM ratings "
         "WHERE ladder_id = :ladder_id AND player_id = p.player_id FOR UPDATE) AS r"
-    ).columns(**_LOCKED_COLUMNS),
+    ).columns(**_STATE_COLUMNS),
     # No row locks: the transaction's BEGIN IMMEDIATE holds the database's write lock.
     "sqlite": text(
-        "SELECT player_id, mu, sigma, matches, last_played_at, CAST(rowid AS TEXT) AS row_id "
-        "FROM ratings WHERE ladder_id = :ladder_id AND player_id IN :player_ids "
+        "SELECT player_id, mu, sigma, matches, last_played_at FROM ratings "
+        "WHERE ladder_id = :ladder_id AND player_id IN :player_ids "
         "ORDER BY player_id"
     )
     .bindparams(bindparam("player_ids", expanding=True))
-    .columns(**_LOCKED_COLUMNS),
+    .columns(**_STATE_COLUMNS),
 }
 
 
 def lock_players(
     *, session: Session, ladder_id: str, player_ids: Sequence[str]
-) -> tuple[list[RatingState], list[str]]:
-    """The ratings of the players of one match (``player_ids`` sorted), locked one after
-    the other in that order by one statement, and their physical row ids (PostgreSQL's
-    ``ctid``, stable while the rows are locked: :func:`write_match` updates by them). Like
-    :func:`lock_rating_states` for a few players, without building the query each time."""
+) -> list[RatingState]:
+    """The ratings of ``player_ids`` (sorted, a bounded number: one group's players),
+    locked one after the other in that order by one statement (on SQLite the transaction
+    holds the database's write lock). Like :func:`lock_rating_states`, without building the
+    query each time."""
     rows = session.execute(
         _LOCK_PLAYERS_SQL[_dialect(session)],
         {"ladder_id": ladder_id, "player_ids": list(player_ids)},
     ).all()
-    return [RatingState(*row[:5]) for row in rows], [row[5] for row in rows]
+    return [RatingState(*row) for row in rows]
 
 
 _INSERT_PLAYERS_SQL = text(
@@ -1117,52 +1137,28 @@ _INSERT_PLAYERS_SQL = text(
     "last_played_at, updated_at) "
     "SELECT :ladder_id, p.player_id, :mu, :sigma, :conservative, 0, NULL, :now "
     "FROM unnest(CAST(:player_ids AS VARCHAR[])) AS p(player_id) ORDER BY p.player_id "
-    "ON CONFLICT (ladder_id, player_id) DO NOTHING"
+    "ON CONFLICT (ladder_id, player_id) DO NOTHING RETURNING player_id"
 ).bindparams(bindparam("now", type_=DateTime(timezone=True)))
 
 
-_WRITE_MATCH_SQL = text(
-    """
-WITH new_match AS (
-    INSERT INTO matches (seq, ladder_id, match_id, body_hash, played_at, recorded_at, quality,
-                         request, meta, result, voided_at)
-    SELECT s.seq, :ladder_id, :match_id, :body_hash, :played_at, :recorded_at, :quality,
-           CAST(:request AS JSON), CAST(:meta AS JSON), :result_head || s.seq || :result_tail,
-           NULL
-    FROM (SELECT nextval(pg_get_serial_sequence('matches', 'seq')) AS seq) AS s
-    ON CONFLICT (ladder_id, match_id) DO NOTHING
-    RETURNING seq
-), played AS (
-    SELECT * FROM json_to_recordset(CAST(:participants AS JSON)) AS v(
-        player_id VARCHAR, team INTEGER, position INTEGER, rank INTEGER, weight FLOAT8,
-        mu_before FLOAT8, sigma_before FLOAT8, mu_after FLOAT8, sigma_after FLOAT8)
-), participants_written AS (
-    INSERT INTO participants (match_seq, player_id, ladder_id, team, position, rank, weight,
-                              mu_before, sigma_before, mu_after, sigma_after)
-    SELECT n.seq, v.player_id, :ladder_id, v.team, v.position, v.rank, v.weight,
-           v.mu_before, v.sigma_before, v.mu_after, v.sigma_after
-    FROM new_match AS n, played AS v
-), history_written AS (
-    INSERT INTO rating_history (ladder_id, player_id, kind, match_seq, match_id, played_at,
-                                mu_before, sigma_before, mu_after, sigma_after)
-    SELECT :ladder_id, v.player_id, 'match', n.seq, :match_id, :played_at,
-           v.mu_before, v.sigma_before, v.mu_after, v.sigma_after
-    FROM new_match AS n, played AS v
-), ratings_written AS (
-    UPDATE ratings AS t
-    SET mu = v.mu, sigma = v.sigma, conservative = v.conservative, matches = v.matches,
-        last_played_at = v.last_played_at, updated_at = :recorded_at
-    FROM new_match AS n, json_to_recordset(CAST(:ratings AS JSON)) AS v(
-        player_id VARCHAR, mu FLOAT8, sigma FLOAT8, conservative FLOAT8, matches INTEGER,
-        last_played_at TIMESTAMPTZ)
-    WHERE t.ctid = ANY(CAST(:row_ids AS TID[])) AND t.player_id = v.player_id
+#: The columns of the rows a recording writes (:func:`write_recorded`), in tuple order.
+MATCH_COLUMNS = (
+    "seq",
+    "ladder_id",
+    "match_id",
+    "body_hash",
+    "played_at",
+    "recorded_at",
+    "quality",
+    "request",
+    "meta",
+    "result",
+    "voided_at",
 )
-SELECT seq FROM new_match
-"""
-)
-
-_PARTICIPANT_COLUMNS = (
+PARTICIPANT_COLUMNS = (
+    "match_seq",
     "player_id",
+    "ladder_id",
     "team",
     "position",
     "rank",
@@ -1172,56 +1168,132 @@ _PARTICIPANT_COLUMNS = (
     "mu_after",
     "sigma_after",
 )
-_RATING_COLUMNS = ("player_id", "mu", "sigma", "conservative", "matches")
+HISTORY_COLUMNS = (
+    "ladder_id",
+    "player_id",
+    "kind",
+    "match_seq",
+    "match_id",
+    "played_at",
+    "mu_before",
+    "sigma_before",
+    "mu_after",
+    "sigma_after",
+)
 
+
+_MATCHES = cast(Table, Match.__table__)
+_PARTICIPANTS = cast(Table, Participant.__table__)
+_HISTORY = cast(Table, RatingHistory.__table__)
 
 #: Rows as JSON text for ``json_to_recordset`` (finite numbers only: checked before).
 _json_rows = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
 
+_WRITE_MATCHES_SQL = text(
+    """
+WITH matches_written AS (
+    INSERT INTO matches (seq, ladder_id, match_id, body_hash, played_at, recorded_at, quality,
+                         request, meta, result, voided_at)
+    SELECT v.seq, v.ladder_id, v.match_id, v.body_hash, v.played_at, v.recorded_at, v.quality,
+           CAST(v.request AS JSON), CAST(v.meta AS JSON), v.result, NULL
+    FROM unnest(CAST(:seq AS BIGINT[]), CAST(:ladder_id AS VARCHAR[]),
+                CAST(:match_id AS VARCHAR[]), CAST(:body_hash AS VARCHAR[]),
+                CAST(:played_at AS TIMESTAMPTZ[]), CAST(:recorded_at AS TIMESTAMPTZ[]),
+                CAST(:quality AS FLOAT8[]), CAST(:request AS TEXT[]), CAST(:meta AS TEXT[]),
+                CAST(:result AS TEXT[])) AS v(
+        seq, ladder_id, match_id, body_hash, played_at, recorded_at, quality, request, meta,
+        result)
+    RETURNING seq
+), played AS (
+    SELECT * FROM json_to_recordset(CAST(:participants AS JSON)) AS v(
+        match_seq BIGINT, player_id VARCHAR, ladder_id VARCHAR, team INTEGER,
+        position INTEGER, rank INTEGER, weight FLOAT8, mu_before FLOAT8, sigma_before FLOAT8,
+        mu_after FLOAT8, sigma_after FLOAT8, match_id VARCHAR, played_at TIMESTAMPTZ)
+), participants_written AS (
+    INSERT INTO participants (match_seq, player_id, ladder_id, team, position, rank, weight,
+                              mu_before, sigma_before, mu_after, sigma_after)
+    SELECT match_seq, player_id, ladder_id, team, position, rank, weight,
+           mu_before, sigma_before, mu_after, sigma_after
+    FROM played
+), history_written AS (
+    INSERT INTO rating_history (ladder_id, player_id, kind, match_seq, match_id, played_at,
+                                mu_before, sigma_before, mu_after, sigma_after)
+    SELECT ladder_id, player_id, 'match', match_seq, match_id, played_at,
+           mu_before, sigma_before, mu_after, sigma_after
+    FROM played
+), ratings_written AS (
+    UPDATE ratings AS t
+    SET mu = v.mu, sigma = v.sigma, conservative = v.conservative, matches = v.matches,
+        last_played_at = v.last_played_at, updated_at = v.updated_at
+    FROM json_to_recordset(CAST(:ratings AS JSON)) AS v(
+        ladder_id VARCHAR, player_id VARCHAR, mu FLOAT8, sigma FLOAT8, conservative FLOAT8,
+        matches INTEGER, last_played_at TIMESTAMPTZ, updated_at TIMESTAMPTZ)
+    WHERE t.ladder_id = v.ladder_id AND t.player_id = v.player_id
+)
+SELECT count(*) FROM matches_written
+"""
+)
 
-def write_match(
+
+def _iso(value: datetime) -> str:
+    return value.isoformat()
+
+
+def write_recorded(
     *,
     session: Session,
-    match: dict[str, Any],
-    result: tuple[str, str],
-    participants: Sequence[dict[str, Any]],
-    ratings: Sequence[dict[str, Any]],
-    row_ids: Sequence[str],
-) -> int | None:
-    """PostgreSQL: store a match (a row of ``matches`` without seq and result), its
-    participants and history and the new ratings (rows of ``ratings``, their players
-    locked by :func:`lock_players`, which gave their ``row_ids``) in ONE statement.
-    Returns the match's seq, drawn by the statement, or None when the match_id exists
-    already, and then nothing was written. ``result`` is the result document's text before
-    and after its seq."""
+    matches: Sequence[Sequence[Any]],
+    participants: Sequence[Sequence[Any]],
+    history: Sequence[Sequence[Any]],
+    ratings: Mapping[str, Sequence[dict[str, Any]]],
+) -> None:
+    """Store rated matches: their rows of ``matches``, ``participants`` and
+    ``rating_history`` (tuples of ``app.recording``'s ``MATCH_COLUMNS``,
+    ``PARTICIPANT_COLUMNS`` and ``HISTORY_COLUMNS``, the match ids distinct) and the new
+    ratings of each ladder (rows for :func:`update_ratings`, by ladder id).
+
+    PostgreSQL: ONE statement (the rows as JSON, which PostgreSQL reads back exactly: a
+    float's repr is the shortest text that parses to it). A match_id recorded meanwhile by
+    another transaction fails it whole with an ``IntegrityError``. SQLite: one executemany
+    per table (the transaction holds the database's write lock)."""
+    if not matches:
+        return
+    if _dialect(session) != "postgresql":
+        insert_values(session=session, table=_MATCHES, names=MATCH_COLUMNS, values=matches)
+        insert_values(
+            session=session, table=_PARTICIPANTS, names=PARTICIPANT_COLUMNS, values=participants
+        )
+        insert_values(session=session, table=_HISTORY, names=HISTORY_COLUMNS, values=history)
+        for ladder_id, rows in ratings.items():
+            update_ratings(session=session, ladder_id=ladder_id, rows=rows)
+        return
+    # The matches as one array per column (their JSON documents go as text, cast by the
+    # statement: a JSON value inside JSON would be decoded on the way, and PostgreSQL's
+    # text cannot hold every string JSON can, such as "\u0000").
+    columns = list(zip(*matches, strict=True))
     parameters: dict[str, Any] = {
-        "ladder_id": match["ladder_id"],
-        "match_id": match["match_id"],
-        "body_hash": match["body_hash"],
-        "played_at": match["played_at"],
-        "recorded_at": match["recorded_at"],
-        "quality": match["quality"],
-        "request": json_text(match["request"]),
-        "meta": json_text(match["meta"]),
-        "result_head": result[0],
-        "result_tail": result[1],
+        name: list(values)
+        for name, values in zip(MATCH_COLUMNS, columns, strict=True)
+        if name != "voided_at"
     }
-    # The rows go as JSON: one text each, which PostgreSQL reads back exactly (a float's
-    # repr is the shortest text that parses to it) and far cheaper to send than an array
-    # per column.
-    parameters["participants"] = _json_rows(
-        [{name: row[name] for name in _PARTICIPANT_COLUMNS} for row in participants]
-    )
-    # The rows by their ids: a TID scan, whatever the statistics say.
-    parameters["row_ids"] = "{" + ",".join(f'"{row_id}"' for row_id in row_ids) + "}"
-    parameters["ratings"] = _json_rows(
-        [
-            {
-                **{name: row[name] for name in _RATING_COLUMNS},
-                "last_played_at": row["last_played_at"].isoformat(),
-            }
-            for row in ratings
-        ]
-    )
-    seq = session.execute(_WRITE_MATCH_SQL, parameters).scalar()
-    return None if seq is None else int(seq)
+    parameters["request"] = [json_text(value) for value in parameters["request"]]
+    parameters["meta"] = [json_text(value) for value in parameters["meta"]]
+    played = []
+    for p, h in zip(participants, history, strict=True):
+        doc = dict(zip(PARTICIPANT_COLUMNS, p, strict=True))
+        doc["match_id"] = h[4]
+        doc["played_at"] = _iso(h[5])
+        played.append(doc)
+    rating_docs = [
+        {
+            "ladder_id": ladder_id,
+            **row,
+            "last_played_at": _iso(row["last_played_at"]),
+            "updated_at": _iso(row["updated_at"]),
+        }
+        for ladder_id, rows in ratings.items()
+        for row in rows
+    ]
+    parameters["participants"] = _json_rows(played)
+    parameters["ratings"] = _json_rows(rating_docs)
+    session.execute(_WRITE_MATCHES_SQL, parameters)

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from app import services
 from app.auth import presented_write_key, require_admin, require_read, require_write
-from app.db import get_session, is_read_only, writer_turn
+from app.db import get_session, is_read_only
 from app.models import Ladder
 from app.schemas import DEFAULT_PAGE, MAX_PAGE
 
@@ -71,40 +71,13 @@ async def answer(
     return Response(content=text, status_code=status_code, media_type="application/json")
 
 
-async def in_one_trip(session: Session, work: Callable[[], tuple[T, bool]]) -> T:
-    """Run ``work`` and end its transaction in ONE trip to the thread pool: ``work``
-    returns its answer and whether to commit (false: it wrote nothing worth keeping, roll
-    back). An error rolls back in the same trip. On SQLite the whole transaction is one
-    turn of this process's writers (:func:`app.db.writer_turn`).
-
-    The route depends on nothing that needs a thread, so the request costs one hand-off
-    between the event loop and a worker thread instead of one per dependency, one for the
-    route and one for the commit.
-    """
-
-    def run() -> T:
-        with writer_turn(session):
-            try:
-                answer, commit = work()
-                if commit:
-                    session.commit()
-                else:
-                    session.rollback()
-            except BaseException:
-                session.rollback()
-                raise
-        return answer
-
-    return await to_thread.run_sync(run)
-
-
 #: Route guards (``dependencies=[...]``): reads, match recording, configuration.
 READ = [Depends(require_read)]
 WRITE = [Depends(require_write)]
 ADMIN = [Depends(require_admin)]
 
 #: The Bearer key of a write request, for a route that checks it in its own worker trip
-#: (:func:`in_one_trip`); a missing key is a 401 at once.
+#: (the group writer, ``app.api.writer``); a missing key is a 401 at once.
 WriteKey = Annotated[str, Depends(presented_write_key)]
 
 Limit = Annotated[

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Response, status
+from fastapi import APIRouter, Path, Query, Request, Response, status
 
-from app import recording, rerate, services
+from app import auth, recording, rerate, services
 from app.api.deps import (
     ADMIN,
     LIMIT_DEFAULT,
@@ -20,9 +19,10 @@ from app.api.deps import (
     NowDep,
     SessionDep,
     WriteKey,
-    in_one_trip,
 )
+from app.api.writer import GroupWriter
 from app.metrics import MATCHES_RECORDED
+from app.recording import Submitted
 from app.schemas import (
     ID_PATTERN,
     BatchResult,
@@ -59,15 +59,14 @@ def _json(text: str, status_code: int) -> Response:
     summary="Record a match (write)",
 )
 async def record_match(
-    body: MatchCreate, ladder: LadderPath, key: WriteKey, session: SessionDep, now: NowDep
+    body: MatchCreate, ladder: LadderPath, key: WriteKey, now: NowDep, request: Request
 ) -> Response:
-    # The key check, the ladder, the match and the commit in one trip to the thread pool;
-    # the stored document goes out as it is (the response model only documents it).
-    text, created = await in_one_trip(
-        session,
-        partial(
-            recording.record_one, session=session, ladder_id=ladder, key=key, body=body, now=now
-        ),
+    # Written with the other single matches waiting in this worker, in one transaction
+    # (app.api.writer); the stored document goes out as it is (the response model only
+    # documents it).
+    writer: GroupWriter = request.app.state.group_writer
+    text, created = await writer.record(
+        Submitted(ladder_id=ladder, key_digest=auth.hash_key(key), body=body, now=now)
     )
     if created:
         MATCHES_RECORDED.inc()

@@ -167,6 +167,7 @@ class TestSettings:
             "RATINGS_SQLITE_BUSY_TIMEOUT_MS": "100",
             "RATINGS_READINESS_TIMEOUT_S": "0.5",
             "RATINGS_LOG_LEVEL": "WARNING",
+            "RATINGS_WRITE_GROUP_MAX": "8",
         }
         for name, value in values.items():
             monkeypatch.setenv(name, value)
@@ -184,6 +185,7 @@ class TestSettings:
             "sqlite_busy_timeout_ms": 100,
             "readiness_timeout_s": 0.5,
             "log_level": "warning",
+            "write_group_max": 8,
         }
 
 

@@ -1,0 +1,62 @@
+"""The one place a transaction is begun, committed, rolled back and run again.
+
+:func:`run` hands ``work`` a new session, commits what it did when it returns and rolls
+back when it raises. A transaction that lost a deadlock (SQLSTATE 40P01) or a serialization
+conflict (40001), or that found SQLite's database locked, was rolled back whole, so nothing
+of it was applied: ``run`` runs ``work`` again from the start, at most
+:data:`app.retry.MAX_ATTEMPTS` times in all, after a short random pause, and counts each new
+run in ``ratings_transaction_retries_total`` by reason. Services and repositories never
+commit.
+
+On SQLite a writing transaction is one turn of the process's writers
+(:func:`app.db.writer_turn`), taken before ``BEGIN IMMEDIATE`` and given back after the
+commit or rollback.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session
+
+from app.db import SessionLocal, mark_read_only, writer_turn
+from app.retry import BACKOFF_S, MAX_ATTEMPTS, RETRIES, retry_reason
+
+T = TypeVar("T")
+
+
+def run(
+    work: Callable[[Session], T],
+    *,
+    read_only: bool = False,
+    attempts: int = MAX_ATTEMPTS,
+    session_factory: Callable[[], Session] = SessionLocal,
+) -> T:
+    """``work(session)`` in one transaction, committed when it returns; run again (bounded,
+    counted) when the transaction lost a conflict. Blocking: call it from a worker thread."""
+    for attempt in range(1, attempts + 1):
+        session = session_factory()
+        if read_only:
+            mark_read_only(session)
+        try:
+            with writer_turn(session):
+                try:
+                    answer = work(session)
+                    session.commit()
+                except BaseException:
+                    session.rollback()
+                    raise
+            return answer
+        except DBAPIError as exc:
+            reason = retry_reason(exc.orig) if exc.orig is not None else None
+            if reason is None or attempt == attempts:
+                raise
+            RETRIES.labels(reason=reason).inc()
+        finally:
+            session.close()
+        time.sleep(random.uniform(0.0, BACKOFF_S * attempt))
+    raise AssertionError("unreachable: the last attempt returns or raises")
