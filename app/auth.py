@@ -33,10 +33,10 @@ from sqlalchemy import DateTime, bindparam, func, select, text, update
 from sqlalchemy.orm import Session
 
 from app.config import get_settings
-from app.db import get_session, is_read_only, mark_read_only, session_factory
 from app.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
-from app.models import ApiKey
-from app.repositories import KeyRow
+from app.storage.engine import get_session, is_read_only, mark_read_only, session_factory
+from app.storage.models import ApiKey
+from app.storage.repositories import KeyRow
 
 #: The scopes, weakest first; a key may do everything its scope and the weaker ones allow.
 SCOPES: tuple[str, ...] = ("read", "write", "admin")

@@ -27,10 +27,16 @@ from sqlalchemy.orm import Session
 import app.blas  # noqa: F401  (first of the app's imports: it must run before numpy loads)
 from app import auth
 from app.config import GC_TUNING_ENV, get_settings
-from app.db import dispose_engines, get_engine, schema_is_current, session_factory, upgrade
 from app.errors import ProblemError
 from app.evaluation.cli import add_parsers as add_evaluation_parsers
 from app.metrics import MULTIPROC_ENV
+from app.storage.engine import (
+    dispose_engines,
+    get_engine,
+    schema_is_current,
+    session_factory,
+    upgrade,
+)
 
 #: glibc malloc arenas per serving process unless ``MALLOC_ARENA_MAX`` says otherwise.
 DEFAULT_MALLOC_ARENAS = 2

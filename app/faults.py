@@ -55,7 +55,8 @@ def _note_history(
 #: Statements that write a match's rating history or its new ratings. On PostgreSQL the
 #: history rows go in by ``COPY`` on the driver's cursor, which no engine event sees; the
 #: ratings UPDATE that follows them in the same transaction is seen on both databases. One
-#: match on PostgreSQL writes all its rows in one statement (``app.repositories.write_match``).
+#: match on PostgreSQL writes all its rows in one statement
+#: (``app.storage.repositories.write_match``).
 _MATCH_WRITES = ("INSERT INTO RATING_HISTORY", "UPDATE RATINGS ", "WITH NEW_MATCH AS (")
 
 

@@ -13,12 +13,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api import api_router
 from app.api.ops import router as ops_router
+from app.api.retry import TransactionRetryMiddleware
 from app.config import GC_TUNING_ENV, Settings, get_settings
 from app.errors import InvalidInput, PayloadTooLarge, install_error_handlers, problem_response
 from app.faults import install_from_environment as install_fault_hook
 from app.metrics import MetricsMiddleware
 from app.ratelimit import RateLimitMiddleware
-from app.retry import TransactionRetryMiddleware
 
 DESCRIPTION = """\
 Skill ratings for game backends: post match results, read leaderboards, ask for a

@@ -25,9 +25,8 @@ from sqlalchemy import Table
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app import auth, repositories
+from app import auth
 from app.errors import Conflict, InvalidInput, NotFound
-from app.models import Ladder, Match, Participant, RatingHistory
 from app.rating.base import RatingInputError
 from app.rating.replay import ReplayMatch, replay
 from app.schemas import MatchCreate
@@ -45,6 +44,8 @@ from app.services import (
     outcome,
     utc,
 )
+from app.storage import repositories
+from app.storage.models import Ladder, Match, Participant, RatingHistory
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -23,9 +23,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy.orm import Session
 
-from app import repositories
 from app.errors import Conflict, NotFound
-from app.models import Ladder, RatingHistory
 from app.recording import (
     Planned,
     Rated,
@@ -37,7 +35,6 @@ from app.recording import (
     rfc3339,
     with_seq,
 )
-from app.repositories import HistoryRow, MatchRow
 from app.schemas import LadderUpdate, LadderUpdated, RebuildResult, VoidResult
 from app.services import (
     LadderConfig,
@@ -48,6 +45,9 @@ from app.services import (
     outcome_of,
     utc,
 )
+from app.storage import repositories
+from app.storage.models import Ladder, RatingHistory
+from app.storage.repositories import HistoryRow, MatchRow
 
 #: The columns of a participant or history row that re-rating rewrites.
 NUMBERS = ("mu_before", "sigma_before", "mu_after", "sigma_after")

@@ -22,9 +22,7 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app import repositories
 from app.errors import Conflict, InvalidInput, NotFound
-from app.models import Ladder, PlayerRating, RatingHistory
 from app.rating.base import CONSERVATIVE_K, Rating, RatingInputError, RatingModel
 from app.rating.registry import make_model
 from app.schemas import (
@@ -44,6 +42,8 @@ from app.schemas import (
     QualityRequest,
     RatingOut,
 )
+from app.storage import repositories
+from app.storage.models import Ladder, PlayerRating, RatingHistory
 
 #: Ladder-level parameters of the Bayesian models (not the model's own).
 LADDER_PARAMS: dict[str, float] = {"tau_per_day": 0.0, "conservative_k": CONSERVATIVE_K}

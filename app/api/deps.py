@@ -14,9 +14,9 @@ from sqlalchemy.orm import Session
 
 from app import services
 from app.auth import presented_write_key, require_admin, require_read, require_write
-from app.db import get_session, is_read_only, writer_turn
-from app.models import Ladder
 from app.schemas import DEFAULT_PAGE, MAX_PAGE
+from app.storage.engine import get_session, is_read_only, writer_turn
+from app.storage.models import Ladder
 
 T = TypeVar("T")
 
@@ -75,7 +75,7 @@ async def in_one_trip(session: Session, work: Callable[[], tuple[T, bool]]) -> T
     """Run ``work`` and end its transaction in ONE trip to the thread pool: ``work``
     returns its answer and whether to commit (false: it wrote nothing worth keeping, roll
     back). An error rolls back in the same trip. On SQLite the whole transaction is one
-    turn of this process's writers (:func:`app.db.writer_turn`).
+    turn of this process's writers (:func:`app.storage.engine.writer_turn`).
 
     The route depends on nothing that needs a thread, so the request costs one hand-off
     between the event loop and a worker thread instead of one per dependency, one for the

@@ -8,9 +8,9 @@ from fastapi import APIRouter, Response
 from pydantic import BaseModel, Field
 
 from app.config import get_settings
-from app.db import get_engine, schema_is_current
 from app.errors import ServiceUnavailable
 from app.metrics import render_metrics
+from app.storage.engine import get_engine, schema_is_current
 
 router = APIRouter(tags=["operations"])
 

@@ -15,9 +15,9 @@ from sqlalchemy.exc import OperationalError
 
 from app import auth
 from app.config import get_settings
-from app.db import dispose_engines, get_engine, session_factory
 from app.main import create_app
 from app.rating.base import RatingInputError
+from app.storage.engine import dispose_engines, get_engine, session_factory
 
 probe = APIRouter(prefix="/probe")
 

@@ -12,7 +12,7 @@ from sqlalchemy import text
 
 from app import auth
 from app.config import get_settings
-from app.db import get_engine, session_factory
+from app.storage.engine import get_engine, session_factory
 from tests.ops.conftest import assert_problem, bearer
 
 MakeKey = Callable[[str, str], auth.NewKey]

@@ -21,7 +21,7 @@ import pytest
 from app import auth
 from app.cli import main
 from app.config import get_settings
-from app.db import dispose_engines, get_engine, schema_is_current, session_factory
+from app.storage.engine import dispose_engines, get_engine, schema_is_current, session_factory
 
 KEY = re.compile(r"rk_[0-9a-f]{8}_[A-Za-z0-9_-]{43}")
 

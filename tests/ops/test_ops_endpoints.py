@@ -13,8 +13,8 @@ from prometheus_client import REGISTRY
 from app import auth
 from app.api import ops
 from app.config import get_settings
-from app.db import dispose_engines
 from app.main import create_app
+from app.storage.engine import dispose_engines
 from tests.ops.conftest import assert_problem, bearer
 
 

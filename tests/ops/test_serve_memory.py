@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 
 from app import cli
 from app.config import GC_TUNING_ENV
-from app.db import ROOT
+from app.storage.engine import ROOT
 from tests.ops.test_cli import serve, stop, wait_until_up
 
 

@@ -25,7 +25,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, event
 
 from app import auth
-from app.db import get_engine, session_factory
+from app.storage.engine import get_engine, session_factory
 
 ROOT = Path(__file__).resolve().parents[2]
 

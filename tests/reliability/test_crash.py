@@ -19,8 +19,8 @@ from typing import Any
 import httpx
 from sqlalchemy import text
 
-from app.db import get_engine
 from app.faults import HOOK_ENV, PAUSE_AFTER_HISTORY, SIGNAL_ENV
+from app.storage.engine import get_engine
 from tests.reliability.conftest import Server, all_pages, create_ladder, report
 from tests.reliability.invariants import check_ladder, random_match
 

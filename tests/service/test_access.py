@@ -7,7 +7,7 @@ from fastapi.testclient import TestClient
 
 from app import auth
 from app.config import get_settings
-from app.db import get_engine, session_factory
+from app.storage.engine import get_engine, session_factory
 from tests.service.helpers import assert_problem, create_ladder
 
 

@@ -14,9 +14,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
 
-from app import repositories
-from app.db import get_engine, session_factory
-from app.models import Ladder
 from app.recording import (
     HISTORY,
     HISTORY_COLUMNS,
@@ -28,6 +25,9 @@ from app.recording import (
     result_parts,
 )
 from app.services import LadderConfig, ladder_config
+from app.storage import repositories
+from app.storage.engine import get_engine, session_factory
+from app.storage.models import Ladder
 
 CONFIGS = {
     algorithm: ladder_config(Ladder(id="l", algorithm=algorithm, params={}))

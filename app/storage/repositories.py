@@ -37,7 +37,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.expression import Executable
 from sqlalchemy.types import TypeEngine
 
-from app.models import (
+from app.storage.models import (
     Ladder,
     Match,
     Participant,
