@@ -27,9 +27,9 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from app import services
+from app.api.schemas import MAX_BATCH, MatchCreate
 from app.errors import ProblemError
 from app.recording import MatchConflict, MatchRefused, record_matches
-from app.schemas import MAX_BATCH, MatchCreate
 
 DEFAULT_CHUNK = 5000
 #: Parsed chunks the reading thread may hold ready ahead of the writer.

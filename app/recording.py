@@ -26,10 +26,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app import auth
+from app.api.schemas import MatchCreate
 from app.errors import Conflict, InvalidInput, NotFound
 from app.rating.base import RatingInputError
 from app.rating.replay import ReplayMatch, replay
-from app.schemas import MatchCreate
 from app.services import (
     LADDER_ID,
     MAX_FINITE,

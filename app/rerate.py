@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy.orm import Session
 
+from app.api.schemas import LadderUpdate, LadderUpdated, RebuildResult, VoidResult
 from app.errors import Conflict, NotFound
 from app.recording import (
     Planned,
@@ -35,7 +36,6 @@ from app.recording import (
     rfc3339,
     with_seq,
 )
-from app.schemas import LadderUpdate, LadderUpdated, RebuildResult, VoidResult
 from app.services import (
     LadderConfig,
     dense_ranks,

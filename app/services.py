@@ -22,10 +22,7 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.errors import Conflict, InvalidInput, NotFound
-from app.rating.base import CONSERVATIVE_K, Rating, RatingInputError, RatingModel
-from app.rating.registry import make_model
-from app.schemas import (
+from app.api.schemas import (
     MAX_MU,
     MAX_SIGMA,
     HistoryEntry,
@@ -42,6 +39,9 @@ from app.schemas import (
     QualityRequest,
     RatingOut,
 )
+from app.errors import Conflict, InvalidInput, NotFound
+from app.rating.base import CONSERVATIVE_K, Rating, RatingInputError, RatingModel
+from app.rating.registry import make_model
 from app.storage import repositories
 from app.storage.models import Ladder, PlayerRating, RatingHistory
 

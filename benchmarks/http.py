@@ -70,7 +70,7 @@ if str(ROOT) not in sys.path:
 CEILING_SOURCE = """\
 from fastapi import FastAPI, Response
 
-from app.schemas import MatchCreate
+from app.api.schemas import MatchCreate
 
 app = FastAPI()
 

@@ -35,8 +35,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from app import services  # noqa: E402
+from app.api.schemas import LadderCreate  # noqa: E402
 from app.importer import import_matches  # noqa: E402
-from app.schemas import LadderCreate  # noqa: E402
 from app.storage.engine import get_engine, session_factory, upgrade  # noqa: E402
 from benchmarks.databases import fresh_database, print_table  # noqa: E402
 

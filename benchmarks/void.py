@@ -30,7 +30,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from app import recording, rerate, services  # noqa: E402
-from app.schemas import MAX_BATCH, LadderCreate, MatchCreate  # noqa: E402
+from app.api.schemas import MAX_BATCH, LadderCreate, MatchCreate  # noqa: E402
 from app.storage.engine import get_engine, session_factory, upgrade  # noqa: E402
 from benchmarks.databases import fresh_database, print_table  # noqa: E402
 

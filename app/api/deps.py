@@ -13,8 +13,8 @@ from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
 from app import services
+from app.api.schemas import DEFAULT_PAGE, MAX_PAGE
 from app.auth import presented_write_key, require_admin, require_read, require_write
-from app.schemas import DEFAULT_PAGE, MAX_PAGE
 from app.storage.engine import get_session, is_read_only, writer_turn
 from app.storage.models import Ladder
 

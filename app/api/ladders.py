@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Response, status
 
 from app import rerate, services
 from app.api.deps import ADMIN, LIMIT_DEFAULT, READ, Cursor, LadderDep, Limit, NowDep, SessionDep
-from app.schemas import LadderCreate, LadderOut, LadderPage, LadderUpdate, LadderUpdated
+from app.api.schemas import LadderCreate, LadderOut, LadderPage, LadderUpdate, LadderUpdated
 
 router = APIRouter(prefix="/ladders", tags=["ladders"])
 

@@ -22,8 +22,7 @@ from app.api.deps import (
     WriteKey,
     in_one_trip,
 )
-from app.metrics import MATCHES_RECORDED
-from app.schemas import (
+from app.api.schemas import (
     ID_PATTERN,
     BatchResult,
     MatchBatch,
@@ -32,6 +31,7 @@ from app.schemas import (
     MatchResult,
     VoidResult,
 )
+from app.metrics import MATCHES_RECORDED
 
 router = APIRouter(prefix="/ladders/{ladder}/matches", tags=["matches"])
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from app.api.deps import READ, LadderDep, SessionDep
+from app.api.schemas.matchmaking import MatchmakingOut, MatchmakingRequest
 from app.matchmaking_service import matchmake
-from app.schemas_matchmaking import MatchmakingOut, MatchmakingRequest
 
 router = APIRouter(prefix="/ladders/{ladder}", tags=["predictions"])
 

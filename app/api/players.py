@@ -22,7 +22,7 @@ from app.api.deps import (
     SessionDep,
     answer,
 )
-from app.schemas import ID_PATTERN, HistoryPage, LeaderboardPage, PlayerOut, PlayerSeed
+from app.api.schemas import ID_PATTERN, HistoryPage, LeaderboardPage, PlayerOut, PlayerSeed
 
 router = APIRouter(prefix="/ladders/{ladder}", tags=["players"])
 

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Response
 
 from app import services
 from app.api.deps import READ, LadderPath, SessionDep, answer
-from app.schemas import QualityOut, QualityRequest
+from app.api.schemas import QualityOut, QualityRequest
 
 router = APIRouter(prefix="/ladders/{ladder}", tags=["predictions"])
 

@@ -13,8 +13,8 @@ import pytest
 from sqlalchemy import text
 
 from app import services
+from app.api.schemas import LadderCreate
 from app.importer import ImportFailed, import_matches
-from app.schemas import LadderCreate
 from app.storage.engine import get_engine, session_factory
 from tests.service.helpers import table_counts
 
