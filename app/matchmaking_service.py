@@ -7,10 +7,10 @@ import logging
 from sqlalchemy.orm import Session
 
 from app.api.schemas.matchmaking import MatchmakingOut, MatchmakingRequest
+from app.domain.ladders import NUMERIC_ERRORS, ladder_config
 from app.errors import InvalidInput
 from app.rating.base import Rating, RatingInputError
 from app.rating.matchmaking import balanced_split
-from app.services import NUMERIC_ERRORS, ladder_config
 from app.storage import repositories
 from app.storage.models import Ladder
 

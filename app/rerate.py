@@ -24,6 +24,10 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from app.api.schemas import LadderUpdate, LadderUpdated, RebuildResult, VoidResult
+from app.domain.ladders import LadderConfig, full_params, ladder_config
+from app.domain.outcomes import dense_ranks, outcome_of
+from app.domain.results import result_parts, rfc3339, with_seq
+from app.domain.times import utc
 from app.errors import Conflict, NotFound
 from app.recording import (
     Planned,
@@ -32,19 +36,8 @@ from app.recording import (
     day_of,
     participant_rows,
     rate,
-    result_parts,
-    rfc3339,
-    with_seq,
 )
-from app.services import (
-    LadderConfig,
-    dense_ranks,
-    full_params,
-    ladder_config,
-    ladder_view,
-    outcome_of,
-    utc,
-)
+from app.services import ladder_view
 from app.storage import repositories
 from app.storage.models import Ladder, RatingHistory
 from app.storage.repositories import HistoryRow, MatchRow

@@ -469,7 +469,7 @@ def deep_cursors(url: str, n: int, count: int, seed: int) -> list[str]:
     """
     from sqlalchemy import create_engine, text
 
-    from app.services import encode_cursor
+    from app.domain.cursors import encode_cursor
     from app.storage.engine import normalize_url
 
     rng = random.Random(seed)

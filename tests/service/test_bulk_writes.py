@@ -14,6 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
 
+from app.domain.ladders import LadderConfig, ladder_config
+from app.domain.results import _encoded_result_parts, result_parts
 from app.recording import (
     HISTORY,
     HISTORY_COLUMNS,
@@ -21,10 +23,7 @@ from app.recording import (
     MATCHES,
     PARTICIPANT_COLUMNS,
     PARTICIPANTS,
-    _encoded_result_parts,
-    result_parts,
 )
-from app.services import LadderConfig, ladder_config
 from app.storage import repositories
 from app.storage.engine import get_engine, session_factory
 from app.storage.models import Ladder

@@ -22,7 +22,7 @@ from sqlalchemy import text
 from sqlalchemy.dialects import postgresql
 
 from app.cli import main
-from app.services import bucket_width
+from app.domain.ladders import bucket_width
 from app.storage.engine import downgrade, get_engine, upgrade
 from app.storage.repositories import BUCKET_LIMIT, _count_ahead_statement, rating_bucket
 from tests.service.helpers import all_pages, create_ladder
