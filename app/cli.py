@@ -25,11 +25,11 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 import app.blas  # noqa: F401  (first of the app's imports: it must run before numpy loads)
-from app import auth
 from app.config import GC_TUNING_ENV, get_settings
 from app.errors import ProblemError
 from app.evaluation.cli import add_parsers as add_evaluation_parsers
 from app.metrics import MULTIPROC_ENV
+from app.services import auth
 from app.storage.engine import (
     dispose_engines,
     get_engine,
@@ -225,7 +225,7 @@ def cmd_keys_revoke(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from app.importer import ImportFailed, import_matches
+    from app.services.importer import ImportFailed, import_matches
 
     path = Path(args.file)
     if not path.is_file():
@@ -250,10 +250,10 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
-    from app import rerate, services
+    from app.services import ladders, rerate
 
     with _session() as session:
-        ladder = services.get_ladder(session=session, ladder_id=args.ladder)
+        ladder = ladders.get_ladder(session=session, ladder_id=args.ladder)
         result = rerate.rebuild(session=session, ladder=ladder, now=datetime.now(UTC))
     print(
         f"ladder {result.ladder}: {result.matches_rerated:,} matches replayed, "

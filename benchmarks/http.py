@@ -372,7 +372,7 @@ def drop_postgres(server: str, name: str) -> None:
 
 def prepare_database(url: str) -> str:
     """Migrate ``url`` to head and make an admin key; returns the key."""
-    from app import auth
+    from app.services import auth
     from app.storage.engine import dispose_engines, get_engine, session_factory, upgrade
 
     upgrade(url)

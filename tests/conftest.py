@@ -79,7 +79,7 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
 @pytest.fixture
 def admin_key(database_url: str) -> str:
     """A committed admin key (plaintext)."""
-    from app import auth
+    from app.services import auth
 
     session = session_factory(get_engine(database_url))()
     try:

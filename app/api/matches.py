@@ -7,7 +7,6 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Response, status
 
-from app import recording, rerate, services
 from app.api.deps import (
     ADMIN,
     LIMIT_DEFAULT,
@@ -32,6 +31,7 @@ from app.api.schemas import (
     VoidResult,
 )
 from app.metrics import MATCHES_RECORDED
+from app.services import matches, recording, rerate
 
 router = APIRouter(prefix="/ladders/{ladder}/matches", tags=["matches"])
 
@@ -114,7 +114,7 @@ def list_matches(
     limit: Limit = LIMIT_DEFAULT,
     cursor: Cursor = None,
 ) -> Response:
-    text = services.list_matches(
+    text = matches.list_matches(
         session=session, ladder=ladder, player_id=player, limit=limit, cursor=cursor
     )
     return _json(text, 200)
@@ -124,7 +124,7 @@ def list_matches(
     "/{match_id}", response_model=MatchResult, summary="A recorded match", dependencies=READ
 )
 def get_match(match_id: MatchIdPath, ladder: LadderDep, session: SessionDep) -> Response:
-    return _json(services.match_result(session=session, ladder=ladder, match_id=match_id), 200)
+    return _json(matches.match_result(session=session, ladder=ladder, match_id=match_id), 200)
 
 
 @router.delete(

@@ -6,7 +6,7 @@ from fastapi import APIRouter
 
 from app.api.deps import READ, LadderDep, SessionDep
 from app.api.schemas.matchmaking import MatchmakingOut, MatchmakingRequest
-from app.matchmaking_service import matchmake
+from app.services.matchmaking import matchmake
 
 router = APIRouter(prefix="/ladders/{ladder}", tags=["predictions"])
 

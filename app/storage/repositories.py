@@ -1012,7 +1012,7 @@ def update_matches(*, session: Session, rows: Sequence[dict[str, Any]]) -> None:
     bulk_update(session=session, table=cast(Table, Match.__table__), keys=("seq",), rows=rows)
 
 
-# -- recording one match (app.recording.record_one) -------------------------------------------
+# -- recording one match (app.services.recording.record_one) ----------------------------------
 
 
 class KeyRow(NamedTuple):

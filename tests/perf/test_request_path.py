@@ -16,8 +16,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
 
-from app import auth
 from app.config import get_settings
+from app.services import auth
 from app.storage.engine import (
     ROOT,
     _revisions,

@@ -24,7 +24,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, event
 
-from app import auth
+from app.services import auth
 from app.storage.engine import get_engine, session_factory
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,7 +16,7 @@ from sqlalchemy import text
 
 from app.domain.ladders import LadderConfig, ladder_config
 from app.domain.results import _encoded_result_parts, result_parts
-from app.recording import (
+from app.services.recording import (
     HISTORY,
     HISTORY_COLUMNS,
     MATCH_COLUMNS,

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app import auth
 from app.config import get_settings
 from app.rating.base import Rating
 from app.rating.matchmaking import balanced_split
 from app.rating.registry import make_model
+from app.services import auth
 from app.storage.engine import get_engine, session_factory
 from tests.service.helpers import assert_problem, create_ladder, post_match, table_counts
 

@@ -164,7 +164,7 @@ def test_a_player_whose_only_match_is_voided_leaves_the_leaderboard(client: Test
 
 
 def test_void_errors_and_scope(client: TestClient, database_url: str) -> None:
-    from app import auth
+    from app.services import auth
     from app.storage.engine import get_engine, session_factory
 
     create_ladder(client)

@@ -29,7 +29,8 @@ from app.domain.outcomes import dense_ranks, outcome_of
 from app.domain.results import result_parts, rfc3339, with_seq
 from app.domain.times import utc
 from app.errors import Conflict, NotFound
-from app.recording import (
+from app.services.ladders import ladder_view
+from app.services.recording import (
     Planned,
     Rated,
     RatingTable,
@@ -37,7 +38,6 @@ from app.recording import (
     participant_rows,
     rate,
 )
-from app.services import ladder_view
 from app.storage import repositories
 from app.storage.models import Ladder, RatingHistory
 from app.storage.repositories import HistoryRow, MatchRow

@@ -4,8 +4,8 @@ replay engine (``app.rating.replay``) over stored ratings and writes what it com
 A single ``POST .../matches`` is a batch of one: both lock the players' rows in one ordered
 ``SELECT ... FOR UPDATE``, rate with one ``replay`` call and write the ratings, matches,
 participants and history with one executemany each, so a batch gives exactly what posting
-its matches one by one gives. ``app.rerate`` (void, rebuild) uses the same rating step and
-the same result document.
+its matches one by one gives. ``app.services.rerate`` (void, rebuild) uses the same rating
+step and the same result document (``app.domain.results``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from sqlalchemy import Table
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app import auth
 from app.api.schemas import MatchCreate
 from app.domain.ladders import (
     LADDER_ID,
@@ -41,6 +40,7 @@ from app.domain.times import SECONDS_PER_DAY, utc
 from app.errors import Conflict, InvalidInput, NotFound
 from app.rating.base import RatingInputError
 from app.rating.replay import ReplayMatch, replay
+from app.services import auth
 from app.storage import repositories
 from app.storage.models import Ladder, Match, Participant, RatingHistory
 
