@@ -25,10 +25,10 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 import app.blas  # noqa: F401  (first of the app's imports: it must run before numpy loads)
+from app.api.metrics import MULTIPROC_ENV
 from app.config import GC_TUNING_ENV, get_settings
 from app.errors import ProblemError
 from app.evaluation.cli import add_parsers as add_evaluation_parsers
-from app.metrics import MULTIPROC_ENV
 from app.services import auth
 from app.storage.engine import (
     dispose_engines,

@@ -11,14 +11,14 @@ from fastapi import FastAPI
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.api.metrics import MetricsMiddleware
 from app.api.ops import router as ops_router
+from app.api.ratelimit import RateLimitMiddleware
 from app.api.retry import TransactionRetryMiddleware
 from app.api.router import api_router
 from app.config import GC_TUNING_ENV, Settings, get_settings
 from app.errors import InvalidInput, PayloadTooLarge, install_error_handlers, problem_response
 from app.faults import install_from_environment as install_fault_hook
-from app.metrics import MetricsMiddleware
-from app.ratelimit import RateLimitMiddleware
 
 DESCRIPTION = """\
 Skill ratings for game backends: post match results, read leaderboards, ask for a

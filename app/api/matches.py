@@ -21,6 +21,7 @@ from app.api.deps import (
     WriteKey,
     in_one_trip,
 )
+from app.api.metrics import MATCHES_RECORDED
 from app.api.schemas import (
     ID_PATTERN,
     BatchResult,
@@ -30,7 +31,6 @@ from app.api.schemas import (
     MatchResult,
     VoidResult,
 )
-from app.metrics import MATCHES_RECORDED
 from app.services import matches, recording, rerate
 
 router = APIRouter(prefix="/ladders/{ladder}/matches", tags=["matches"])

@@ -7,9 +7,9 @@ from anyio import to_thread
 from fastapi import APIRouter, Response
 from pydantic import BaseModel, Field
 
+from app.api.metrics import render_metrics
 from app.config import get_settings
 from app.errors import ServiceUnavailable
-from app.metrics import render_metrics
 from app.storage.engine import get_engine, schema_is_current
 
 router = APIRouter(tags=["operations"])
