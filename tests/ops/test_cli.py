@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from app.cli import main
+from app.cli.main import main
 from app.config import get_settings
 from app.services import auth
 from app.storage.engine import dispose_engines, get_engine, schema_is_current, session_factory
