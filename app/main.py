@@ -18,7 +18,6 @@ from app.api.retry import TransactionRetryMiddleware
 from app.api.router import api_router
 from app.config import GC_TUNING_ENV, Settings, get_settings
 from app.errors import InvalidInput, PayloadTooLarge, install_error_handlers, problem_response
-from app.faults import install_from_environment as install_fault_hook
 
 DESCRIPTION = """\
 Skill ratings for game backends: post match results, read leaderboards, ask for a
@@ -154,7 +153,6 @@ async def _lifespan(_app: FastAPI) -> AsyncIterator[None]:
 def create_app(settings: Settings | None = None) -> FastAPI:
     """A new application instance (tests make one each; uvicorn serves ``app``)."""
     settings = settings or get_settings()
-    install_fault_hook()  # the crash tests' hook; nothing unless RATINGS_FAULT_HOOK is set
     application = FastAPI(
         title="ratings", version="1.0.0", description=DESCRIPTION, lifespan=_lifespan
     )
