@@ -11,15 +11,14 @@ from fastapi import FastAPI
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.api import api_router
+from app.api.metrics import MetricsMiddleware
 from app.api.ops import router as ops_router
+from app.api.ratelimit import RateLimitMiddleware
+from app.api.retry import TransactionRetryMiddleware
+from app.api.router import api_router
 from app.api.writer import GroupWriter
 from app.config import GC_TUNING_ENV, Settings, get_settings
 from app.errors import InvalidInput, PayloadTooLarge, install_error_handlers, problem_response
-from app.faults import install_from_environment as install_fault_hook
-from app.metrics import MetricsMiddleware
-from app.ratelimit import RateLimitMiddleware
-from app.retry import TransactionRetryMiddleware
 
 DESCRIPTION = """\
 Skill ratings for game backends: post match results, read leaderboards, ask for a
@@ -155,7 +154,6 @@ async def _lifespan(_app: FastAPI) -> AsyncIterator[None]:
 def create_app(settings: Settings | None = None) -> FastAPI:
     """A new application instance (tests make one each; uvicorn serves ``app``)."""
     settings = settings or get_settings()
-    install_fault_hook()  # the crash tests' hook; nothing unless RATINGS_FAULT_HOOK is set
     application = FastAPI(
         title="ratings", version="1.0.0", description=DESCRIPTION, lifespan=_lifespan
     )

@@ -7,7 +7,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from app.db import dispose_engines
+from app.storage.engine import dispose_engines
 
 
 @contextmanager

@@ -70,7 +70,7 @@ if str(ROOT) not in sys.path:
 CEILING_SOURCE = """\
 from fastapi import FastAPI, Response
 
-from app.schemas import MatchCreate
+from app.api.schemas import MatchCreate
 
 app = FastAPI()
 
@@ -372,8 +372,8 @@ def drop_postgres(server: str, name: str) -> None:
 
 def prepare_database(url: str) -> str:
     """Migrate ``url`` to head and make an admin key; returns the key."""
-    from app import auth
-    from app.db import dispose_engines, get_engine, session_factory, upgrade
+    from app.services import auth
+    from app.storage.engine import dispose_engines, get_engine, session_factory, upgrade
 
     upgrade(url)
     session = session_factory(get_engine(url))()
@@ -469,8 +469,8 @@ def deep_cursors(url: str, n: int, count: int, seed: int) -> list[str]:
     """
     from sqlalchemy import create_engine, text
 
-    from app.db import normalize_url
-    from app.services import encode_cursor
+    from app.domain.cursors import encode_cursor
+    from app.storage.engine import normalize_url
 
     rng = random.Random(seed)
     engine = create_engine(normalize_url(url))
@@ -1062,7 +1062,7 @@ def main() -> int:
                 try:
                     rows.extend(service_rows(args, plan, workdir, database, url, bodies, ceiling))
                 finally:
-                    from app.db import dispose_engines
+                    from app.storage.engine import dispose_engines
 
                     dispose_engines()
                     drop_postgres(args.postgres, name)

@@ -8,12 +8,12 @@ FILE defaults to the Halo 2 free-for-all data (/work/shared/data/halo2/free_for_
 60,022 matches); it is research data that is never committed, so when the file is absent
 the script says so and exits cleanly. Each database is made fresh (a temporary SQLite file;
 a PostgreSQL database created on the server given by ``--postgres`` and dropped after),
-migrated with Alembic, given one ladder, and loaded through ``app.importer.import_matches``
-(what ``ratings import`` runs: parse, chunk, record through the batch path, commit per
-chunk). Printed: matches, seconds and matches per second, parse included, and the
-importing process's own CPU time (the database server's is not in it): on a busy shared
-machine wall time also counts the time the process waited for a core, so the load
-average at the start and the end is printed too.
+migrated with Alembic, given one ladder, and loaded through
+``app.services.importer.import_matches`` (what ``ratings import`` runs: parse, chunk, record
+through the batch path, commit per chunk). Printed: matches, seconds and matches per
+second, parse included, and the importing process's own CPU time (the database server's is
+not in it): on a busy shared machine wall time also counts the time the process waited for
+a core, so the load average at the start and the end is printed too.
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ ROOT = _HERE.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from app import services  # noqa: E402
-from app.db import get_engine, session_factory, upgrade  # noqa: E402
-from app.importer import import_matches  # noqa: E402
-from app.schemas import LadderCreate  # noqa: E402
+from app.api.schemas import LadderCreate  # noqa: E402
+from app.services import ladders  # noqa: E402
+from app.services.importer import import_matches  # noqa: E402
+from app.storage.engine import get_engine, session_factory, upgrade  # noqa: E402
 from benchmarks.databases import fresh_database, print_table  # noqa: E402
 
 DEFAULT_FILE = Path("/work/shared/data/halo2/free_for_all.jsonl")
@@ -60,7 +60,7 @@ def run(url: str, path: Path, algorithm: str, chunk: int) -> tuple[int, float, f
     upgrade(url)
     sessions = session_factory(get_engine(url))
     with sessions() as session:
-        services.create_ladder(
+        ladders.create_ladder(
             session=session,
             body=LadderCreate(id="bench", algorithm=algorithm),
             now=datetime.now(UTC),

@@ -29,9 +29,9 @@ ROOT = _HERE.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from app import recording, rerate, services  # noqa: E402
-from app.db import get_engine, session_factory, upgrade  # noqa: E402
-from app.schemas import MAX_BATCH, LadderCreate, MatchCreate  # noqa: E402
+from app.api.schemas import MAX_BATCH, LadderCreate, MatchCreate  # noqa: E402
+from app.services import ladders, recording, rerate  # noqa: E402
+from app.storage.engine import get_engine, session_factory, upgrade  # noqa: E402
 from benchmarks.databases import fresh_database, print_table  # noqa: E402
 
 DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432"
@@ -68,7 +68,7 @@ def run(url: str, bodies: list[MatchCreate], algorithm: str) -> list[tuple[str, 
     upgrade(url)
     sessions = session_factory(get_engine(url))
     with sessions() as session:
-        services.create_ladder(
+        ladders.create_ladder(
             session=session,
             body=LadderCreate(id="bench", algorithm=algorithm),
             now=datetime.now(UTC),
@@ -77,7 +77,7 @@ def run(url: str, bodies: list[MatchCreate], algorithm: str) -> list[tuple[str, 
     started = time.perf_counter()
     for begin in range(0, len(bodies), MAX_BATCH):
         with sessions() as session:
-            ladder = services.get_ladder(session=session, ladder_id="bench")
+            ladder = ladders.get_ladder(session=session, ladder_id="bench")
             recording.record_matches(
                 session=session,
                 ladder=ladder,
@@ -90,7 +90,7 @@ def run(url: str, bodies: list[MatchCreate], algorithm: str) -> list[tuple[str, 
     for label, index in (("early", 99), ("late", len(bodies) - 100)):
         started = time.perf_counter()
         with sessions() as session:
-            ladder = services.get_ladder(session=session, ladder_id="bench")
+            ladder = ladders.get_ladder(session=session, ladder_id="bench")
             result = rerate.void_match(
                 session=session,
                 ladder=ladder,

@@ -6,12 +6,13 @@ from logging.config import fileConfig
 
 from alembic import context
 
-from app.db import get_engine, normalize_url
-from app.models import Base
+from app.storage.engine import get_engine, normalize_url
+from app.storage.models import Base
 
 config = context.config
 if config.config_file_name is not None and not config.attributes.get("url"):
-    # Only the command line configures logging; app.db.upgrade() leaves the app's alone.
+    # Only the command line configures logging; app.storage.engine.upgrade() leaves the
+    # app's alone.
     fileConfig(config.config_file_name, disable_existing_loggers=False)
 
 target_metadata = Base.metadata

@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, inspect, text
 
 from app.config import get_settings
-from app.db import dispose_engines, get_engine, normalize_url, session_factory, upgrade
+from app.storage.engine import dispose_engines, get_engine, normalize_url, session_factory, upgrade
 
 POSTGRES_URL = os.environ.get("RATINGS_TEST_POSTGRES_URL")
 
@@ -79,7 +79,7 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
 @pytest.fixture
 def admin_key(database_url: str) -> str:
     """A committed admin key (plaintext)."""
-    from app import auth
+    from app.services import auth
 
     session = session_factory(get_engine(database_url))()
     try:

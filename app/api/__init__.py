@@ -1,14 +1,3 @@
-"""The HTTP routers; ``api_router`` carries every ``/v1`` route."""
-
-from fastapi import APIRouter
-
-from app.api import ladders, matches, matchmaking, players, predictions
-
-api_router = APIRouter(prefix="/v1")
-api_router.include_router(ladders.router)
-api_router.include_router(matches.router)
-api_router.include_router(players.router)
-api_router.include_router(predictions.router)
-api_router.include_router(matchmaking.router)
-
-__all__ = ["api_router"]
+"""The web layer: the routers (``router.api_router`` carries every ``/v1`` route), their
+dependencies (``deps``, ``security``), the request and response bodies (``schemas``) and
+the ASGI middleware (``metrics``, ``ratelimit``, ``retry``)."""

@@ -12,11 +12,11 @@ from fastapi.responses import Response
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
-from app import services
-from app.auth import presented_write_key, require_admin, require_read, require_write
-from app.db import get_session, is_read_only
-from app.models import Ladder
-from app.schemas import DEFAULT_PAGE, MAX_PAGE
+from app.api.schemas import DEFAULT_PAGE, MAX_PAGE
+from app.api.security import presented_write_key, require_admin, require_read, require_write
+from app.services import ladders
+from app.storage.engine import get_session, is_read_only
+from app.storage.models import Ladder
 
 T = TypeVar("T")
 
@@ -29,7 +29,7 @@ def _ladder(
     session: SessionDep,
     ladder: Annotated[str, Path(description="The ladder's id.")],
 ) -> Ladder:
-    return services.get_ladder(session=session, ladder_id=ladder)
+    return ladders.get_ladder(session=session, ladder_id=ladder)
 
 
 #: The ladder named in the path; an unknown one is a 404.
@@ -60,7 +60,7 @@ async def answer(
     def run() -> str:
         # A read route's session is marked read-only by its key check: the ladder is then
         # only looked at, and read without loading it into the session.
-        ladder = services.get_ladder(
+        ladder = ladders.get_ladder(
             session=session, ladder_id=ladder_id, detached=is_read_only(session)
         )
         text = work(ladder).model_dump_json()

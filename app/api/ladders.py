@@ -6,9 +6,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
 
-from app import rerate, services
 from app.api.deps import ADMIN, LIMIT_DEFAULT, READ, Cursor, LadderDep, Limit, NowDep, SessionDep
-from app.schemas import LadderCreate, LadderOut, LadderPage, LadderUpdate, LadderUpdated
+from app.api.schemas import LadderCreate, LadderOut, LadderPage, LadderUpdate, LadderUpdated
+from app.services import ladders, rerate
 
 router = APIRouter(prefix="/ladders", tags=["ladders"])
 
@@ -24,7 +24,7 @@ router = APIRouter(prefix="/ladders", tags=["ladders"])
 def create_ladder(
     body: LadderCreate, session: SessionDep, response: Response, now: NowDep
 ) -> LadderOut:
-    ladder, created = services.create_ladder(session=session, body=body, now=now)
+    ladder, created = ladders.create_ladder(session=session, body=body, now=now)
     if not created:
         response.status_code = status.HTTP_200_OK
     return ladder
@@ -34,14 +34,14 @@ def create_ladder(
 def list_ladders(
     session: SessionDep, limit: Limit = LIMIT_DEFAULT, cursor: Cursor = None
 ) -> LadderPage:
-    return services.list_ladders(session=session, limit=limit, cursor=cursor)
+    return ladders.list_ladders(session=session, limit=limit, cursor=cursor)
 
 
 @router.get(
     "/{ladder}", response_model=LadderOut, summary="A ladder with its counts", dependencies=READ
 )
 def get_ladder(ladder: LadderDep, session: SessionDep) -> LadderOut:
-    return services.ladder_view(session=session, ladder=ladder)
+    return ladders.ladder_view(session=session, ladder=ladder)
 
 
 @router.patch(

@@ -6,7 +6,6 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request, Response, status
 
-from app import auth, recording, rerate, services
 from app.api.deps import (
     ADMIN,
     LIMIT_DEFAULT,
@@ -20,10 +19,8 @@ from app.api.deps import (
     SessionDep,
     WriteKey,
 )
-from app.api.writer import GroupWriter
-from app.metrics import MATCHES_RECORDED
-from app.recording import Submitted
-from app.schemas import (
+from app.api.metrics import MATCHES_RECORDED
+from app.api.schemas import (
     ID_PATTERN,
     BatchResult,
     MatchBatch,
@@ -32,6 +29,9 @@ from app.schemas import (
     MatchResult,
     VoidResult,
 )
+from app.api.writer import GroupWriter
+from app.services import auth, matches, recording, rerate
+from app.services.recording import Submitted
 
 router = APIRouter(prefix="/ladders/{ladder}/matches", tags=["matches"])
 
@@ -113,7 +113,7 @@ def list_matches(
     limit: Limit = LIMIT_DEFAULT,
     cursor: Cursor = None,
 ) -> Response:
-    text = services.list_matches(
+    text = matches.list_matches(
         session=session, ladder=ladder, player_id=player, limit=limit, cursor=cursor
     )
     return _json(text, 200)
@@ -123,7 +123,7 @@ def list_matches(
     "/{match_id}", response_model=MatchResult, summary="A recorded match", dependencies=READ
 )
 def get_match(match_id: MatchIdPath, ladder: LadderDep, session: SessionDep) -> Response:
-    return _json(services.match_result(session=session, ladder=ladder, match_id=match_id), 200)
+    return _json(matches.match_result(session=session, ladder=ladder, match_id=match_id), 200)
 
 
 @router.delete(

@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from app.api.deps import READ, LadderDep, SessionDep
-from app.matchmaking_service import matchmake
-from app.schemas_matchmaking import MatchmakingOut, MatchmakingRequest
+from app.api.schemas.matchmaking import MatchmakingOut, MatchmakingRequest
+from app.services.matchmaking import matchmake
 
 router = APIRouter(prefix="/ladders/{ladder}", tags=["predictions"])
 

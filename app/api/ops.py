@@ -7,10 +7,10 @@ from anyio import to_thread
 from fastapi import APIRouter, Response
 from pydantic import BaseModel, Field
 
+from app.api.metrics import render_metrics
 from app.config import get_settings
-from app.db import get_engine, schema_is_current
 from app.errors import ServiceUnavailable
-from app.metrics import render_metrics
+from app.storage.engine import get_engine, schema_is_current
 
 router = APIRouter(tags=["operations"])
 

@@ -10,7 +10,6 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Response
 
-from app import services
 from app.api.deps import (
     ADMIN,
     LIMIT_DEFAULT,
@@ -22,7 +21,8 @@ from app.api.deps import (
     SessionDep,
     answer,
 )
-from app.schemas import ID_PATTERN, HistoryPage, LeaderboardPage, PlayerOut, PlayerSeed
+from app.api.schemas import ID_PATTERN, HistoryPage, LeaderboardPage, PlayerOut, PlayerSeed
+from app.services import players
 
 router = APIRouter(prefix="/ladders/{ladder}", tags=["players"])
 
@@ -49,7 +49,7 @@ async def leaderboard(
     return await answer(
         session,
         ladder,
-        lambda found: services.leaderboard(
+        lambda found: players.leaderboard(
             session=session, ladder=found, limit=limit, cursor=cursor, min_matches=min_matches
         ),
     )
@@ -62,7 +62,7 @@ async def get_player(player_id: PlayerIdPath, ladder: LadderPath, session: Sessi
     return await answer(
         session,
         ladder,
-        lambda found: services.get_player(session=session, ladder=found, player_id=player_id),
+        lambda found: players.get_player(session=session, ladder=found, player_id=player_id),
     )
 
 
@@ -78,7 +78,7 @@ async def seed_player(
     return await answer(
         session,
         ladder,
-        lambda found: services.seed_player(
+        lambda found: players.seed_player(
             session=session, ladder=found, player_id=player_id, body=body, now=now
         ),
     )
@@ -100,7 +100,7 @@ async def player_history(
     return await answer(
         session,
         ladder,
-        lambda found: services.player_history(
+        lambda found: players.player_history(
             session=session, ladder=found, player_id=player_id, limit=limit, cursor=cursor
         ),
     )

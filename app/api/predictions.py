@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from app import services
 from app.api.deps import READ, LadderPath, SessionDep, answer
-from app.schemas import QualityOut, QualityRequest
+from app.api.schemas import QualityOut, QualityRequest
+from app.services import predictions
 
 router = APIRouter(prefix="/ladders/{ladder}", tags=["predictions"])
 
@@ -20,5 +20,5 @@ router = APIRouter(prefix="/ladders/{ladder}", tags=["predictions"])
 async def quality(body: QualityRequest, ladder: LadderPath, session: SessionDep) -> Response:
     # Loads the ladder, predicts and commits in one trip to the thread pool.
     return await answer(
-        session, ladder, lambda found: services.predict(session=session, ladder=found, body=body)
+        session, ladder, lambda found: predictions.predict(session=session, ladder=found, body=body)
     )

@@ -2,7 +2,7 @@
 
 A transaction costs far more than the matches in it (the round trips, the commit, the
 fixed Python of a recording), so a worker writes whatever single matches are waiting, up
-to ``RATINGS_WRITE_GROUP_MAX``, in ONE transaction (:func:`app.recording.record_group`),
+to ``RATINGS_WRITE_GROUP_MAX``, in ONE transaction (:func:`app.services.recording.record_group`),
 in arrival order. One group is written at a time per worker: while it is, the next
 requests queue, and they form the next group. A lone request on an idle worker finds
 nobody writing and goes straight through, so grouping adds no wait when there is nothing
@@ -15,7 +15,7 @@ match_id that comes twice while both wait goes into the next group, where it fin
 first recorded. A conflict found only when the rows are written (the same match_id
 committed meanwhile by another worker, with other players) rolls the group back and its
 matches are written one transaction each, so it fails alone. Lost deadlocks and
-serialization conflicts run the transaction again (:mod:`app.unit_of_work`).
+serialization conflicts run the transaction again (:mod:`app.storage.unit_of_work`).
 """
 
 from __future__ import annotations
@@ -28,9 +28,10 @@ from dataclasses import dataclass, field
 from anyio import to_thread
 from sqlalchemy.exc import IntegrityError
 
-from app import recording, unit_of_work
-from app.metrics import WRITE_GROUP_SIZE
-from app.recording import Answer, Submitted
+from app.api.metrics import WRITE_GROUP_SIZE
+from app.services import recording
+from app.services.recording import Answer, Submitted
+from app.storage import unit_of_work
 
 #: Runs of a lone match whose insert met a match_id committed meanwhile: the next run
 #: finds it recorded and answers as a retry or a conflict.

@@ -195,10 +195,10 @@ def test_plots_are_written(
 def test_the_commands_plug_into_the_ratings_parser(
     write_matches: WriteMatches, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # What app/cli.py's build_parser does with one more line: add_parsers(commands).
+    # What app/cli/main.py's build_parser does with one more line: add_parsers(commands).
     import argparse
 
-    from app.cli import build_parser
+    from app.cli.main import build_parser
     from app.evaluation.cli import add_parsers
 
     parser = build_parser()

@@ -13,11 +13,12 @@ from fastapi.testclient import TestClient
 from pydantic import BaseModel, Field, field_validator
 from sqlalchemy.exc import OperationalError
 
-from app import auth
+from app.api import security
 from app.config import get_settings
-from app.db import dispose_engines, get_engine, session_factory
 from app.main import create_app
 from app.rating.base import RatingInputError
+from app.services import auth
+from app.storage.engine import dispose_engines, get_engine, session_factory
 
 probe = APIRouter(prefix="/probe")
 
@@ -35,17 +36,17 @@ class Numbers(BaseModel):
         return teams
 
 
-@probe.get("/read", dependencies=[Depends(auth.require_read)])
+@probe.get("/read", dependencies=[Depends(security.require_read)])
 def probe_read() -> dict[str, str]:
     return {"scope": "read"}
 
 
-@probe.post("/write", dependencies=[Depends(auth.require_write)])
+@probe.post("/write", dependencies=[Depends(security.require_write)])
 def probe_write() -> dict[str, str]:
     return {"scope": "write"}
 
 
-@probe.post("/admin", dependencies=[Depends(auth.require_admin)])
+@probe.post("/admin", dependencies=[Depends(security.require_admin)])
 def probe_admin() -> dict[str, str]:
     return {"scope": "admin"}
 

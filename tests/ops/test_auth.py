@@ -10,9 +10,9 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 
-from app import auth
 from app.config import get_settings
-from app.db import get_engine, session_factory
+from app.services import auth
+from app.storage.engine import get_engine, session_factory
 from tests.ops.conftest import assert_problem, bearer
 
 MakeKey = Callable[[str, str], auth.NewKey]

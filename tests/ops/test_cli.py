@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from app import auth
-from app.cli import main
+from app.cli.main import main
 from app.config import get_settings
-from app.db import dispose_engines, get_engine, schema_is_current, session_factory
+from app.services import auth
+from app.storage.engine import dispose_engines, get_engine, schema_is_current, session_factory
 
 KEY = re.compile(r"rk_[0-9a-f]{8}_[A-Za-z0-9_-]{43}")
 

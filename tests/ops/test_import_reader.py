@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from app import services
-from app.db import get_engine, session_factory
-from app.importer import ImportFailed, import_matches
-from app.schemas import LadderCreate
+from app.api.schemas import LadderCreate
+from app.services import ladders
+from app.services.importer import ImportFailed, import_matches
+from app.storage.engine import get_engine, session_factory
 from tests.service.helpers import table_counts
 
 
@@ -37,7 +37,7 @@ def _file(tmp_path: Path, count: int, bad_line: int | None = None) -> Path:
 
 def _ladder(url: str) -> None:
     with session_factory(get_engine(url))() as session:
-        services.create_ladder(
+        ladders.create_ladder(
             session=session,
             body=LadderCreate(id="reader", algorithm="trueskill"),
             now=datetime.now(UTC),

@@ -10,11 +10,11 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client import REGISTRY
 
-from app import auth
 from app.api import ops
 from app.config import get_settings
-from app.db import dispose_engines
 from app.main import create_app
+from app.services import auth
+from app.storage.engine import dispose_engines
 from tests.ops.conftest import assert_problem, bearer
 
 

@@ -14,9 +14,11 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from app import cli
+from app.cli import server
+from app.cli.base import CommandError
+from app.cli.main import main
 from app.config import GC_TUNING_ENV
-from app.db import ROOT
+from app.storage.engine import ROOT
 from tests.ops.test_cli import serve, stop, wait_until_up
 
 
@@ -26,25 +28,25 @@ def _mark_environment() -> int:
 
 
 def _refuse() -> int:
-    raise cli.CommandError("refused in the child")
+    raise CommandError("refused in the child")
 
 
 class TestChildProcess:
     def test_status_comes_back_and_the_parent_is_untouched(self) -> None:
-        assert cli._in_child_process(_mark_environment) == 3
+        assert server._in_child_process(_mark_environment) == 3
         assert "RATINGS_TEST_CHILD_MARK" not in os.environ
 
     def test_an_operator_error_is_one_line_and_status_1(
         self, capfd: pytest.CaptureFixture[str]
     ) -> None:
-        assert cli._in_child_process(_refuse) == 1
+        assert server._in_child_process(_refuse) == 1
         assert capfd.readouterr().err == "ratings: refused in the child\n"
 
     def test_serve_on_an_unreachable_database_says_so(
         self, tmp_path: Path, capfd: pytest.CaptureFixture[str]
     ) -> None:
         url = f"sqlite:///{tmp_path / 'no-such-folder' / 'ratings.db'}"
-        assert cli.main(["--database-url", url, "serve", "--port", "1"]) == 1
+        assert main(["--database-url", url, "serve", "--port", "1"]) == 1
         err = capfd.readouterr().err
         assert err.startswith("ratings: the database is unreachable or refused: ")
         assert "Traceback" not in err
@@ -102,11 +104,11 @@ def test_a_worker_started_by_serve_tunes_its_garbage_collector(
 
 def test_an_operators_arena_setting_wins(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
-    cli._limit_malloc_arenas()
+    server._limit_malloc_arenas()
     assert os.environ["MALLOC_ARENA_MAX"] == "4"
     monkeypatch.delenv("MALLOC_ARENA_MAX")
-    cli._limit_malloc_arenas()
-    assert os.environ["MALLOC_ARENA_MAX"] == str(cli.DEFAULT_MALLOC_ARENAS) == "2"
+    server._limit_malloc_arenas()
+    assert os.environ["MALLOC_ARENA_MAX"] == str(server.DEFAULT_MALLOC_ARENAS) == "2"
 
 
 def test_serving_imports_no_scipy() -> None:

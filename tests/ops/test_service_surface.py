@@ -9,9 +9,9 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client import REGISTRY
 
-from app import auth
 from app.config import get_settings
 from app.main import create_app
+from app.services import auth
 from tests.ops.conftest import assert_problem, bearer
 
 MakeKey = Callable[[str, str], auth.NewKey]

@@ -16,9 +16,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
 
-from app import auth
 from app.config import get_settings
-from app.db import (
+from app.services import auth
+from app.storage.engine import (
     ROOT,
     _revisions,
     alembic_config,
@@ -172,8 +172,8 @@ class TestPlainReads:
     """Reads load the ladder and a player's rating with plain queries, not into the session."""
 
     def test_same_values_as_the_session_loads(self, client: TestClient, database_url: str) -> None:
-        from app import repositories
-        from app.models import Ladder, PlayerRating
+        from app.storage import repositories
+        from app.storage.models import Ladder, PlayerRating
 
         _ladder(client)
         client.put("/v1/ladders/speed/players/eve", json={"mu": 31.25, "sigma": 2.5})
@@ -207,7 +207,7 @@ class TestIdleConnections:
     ) -> None:
         if not database_url.startswith("postgresql"):
             pytest.skip("the pool ping is PostgreSQL's")
-        import app.db
+        import app.storage.engine
 
         engine = get_engine(database_url)
         with engine.connect() as connection:
@@ -219,6 +219,6 @@ class TestIdleConnections:
         finally:
             killer.dispose()
         # Every pooled connection now counts as idle: the dead one is pinged and replaced.
-        monkeypatch.setattr(app.db, "PING_AFTER_IDLE_S", -1.0)
+        monkeypatch.setattr(app.storage.engine, "PING_AFTER_IDLE_S", -1.0)
         with engine.connect() as connection:
             assert connection.scalar(text("SELECT pg_backend_pid()")) != victim

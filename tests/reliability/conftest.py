@@ -24,10 +24,13 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, event
 
-from app import auth
-from app.db import get_engine, session_factory
+from app.services import auth
+from app.storage.engine import get_engine, session_factory
 
 ROOT = Path(__file__).resolve().parents[2]
+
+#: What the servers run: ``app.main:app`` with the test-only fault hook installed.
+SERVED_APP = "tests.reliability.served:app"
 
 #: SQLSTATEs of the PostgreSQL errors a transaction retry is for.
 RETRYABLE_SQLSTATES = {"40P01": "deadlock", "40001": "serialization_failure"}
@@ -40,7 +43,8 @@ def free_port() -> int:
 
 
 class Server:
-    """``uvicorn app.main:app`` in a subprocess of its own process group."""
+    """``uvicorn tests.reliability.served:app`` (the service's app, with the fault hook
+    named by ``RATINGS_FAULT_HOOK`` installed) in a subprocess of its own process group."""
 
     def __init__(self, database_url: str, key: str, workers: int = 1, **env: str) -> None:
         self.database_url = database_url
@@ -59,7 +63,7 @@ class Server:
         env = {**os.environ, "RATINGS_DATABASE_URL": self.database_url, **self.env}
         self.log_path = log_path
         output = open(log_path, "ab") if log_path is not None else subprocess.DEVNULL  # noqa: SIM115
-        command = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1"]
+        command = [sys.executable, "-m", "uvicorn", SERVED_APP, "--host", "127.0.0.1"]
         level = env.get("RATINGS_LOG_LEVEL", "warning")
         command += ["--port", str(self.port), "--log-level", level]
         if self.workers > 1:

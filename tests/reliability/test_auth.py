@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from app import auth
-from app.db import get_engine, session_factory
+from app.services import auth
+from app.storage.engine import get_engine, session_factory
 from tests.reliability.conftest import Server, create_ladder
 
 MATCH = {"teams": [["a"], ["b"]]}

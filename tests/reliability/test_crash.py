@@ -1,10 +1,10 @@
 """Guarantee 3, crash safety: a match is all there or not there at all, whatever moment
 the server dies at, and a retry after the restart applies it exactly once.
 
-The fault hook (``app/faults.py``) holds a match's transaction open after every row of it
-(history included) has been written and before COMMIT; the server is SIGKILLed there and
-restarted. Then a server with two workers is SIGKILLed while 8 writers post matches:
-after the restart every acknowledged match is present and complete.
+The fault hook (``tests/reliability/faults.py``) holds a match's transaction open after
+every row of it (history included) has been written and before COMMIT; the server is
+SIGKILLed there and restarted. Then a server with two workers is SIGKILLed while 8 writers
+post matches: after the restart every acknowledged match is present and complete.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import Any
 import httpx
 from sqlalchemy import text
 
-from app.db import get_engine
-from app.faults import HOOK_ENV, PAUSE_AFTER_HISTORY, SIGNAL_ENV
+from app.storage.engine import get_engine
 from tests.reliability.conftest import Server, all_pages, create_ladder, report
+from tests.reliability.faults import HOOK_ENV, PAUSE_AFTER_HISTORY, SIGNAL_ENV
 from tests.reliability.invariants import check_ladder, random_match
 
 

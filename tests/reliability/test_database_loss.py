@@ -19,8 +19,8 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from app import faults
-from app.db import get_engine
+from app.storage.engine import get_engine
+from tests.reliability import faults
 from tests.reliability.conftest import Server, create_ladder, report
 from tests.reliability.invariants import check_ladder
 from tests.reliability.proxy import TcpProxy

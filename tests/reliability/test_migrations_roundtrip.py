@@ -8,8 +8,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
-from app.db import alembic_config, downgrade, get_engine, schema_is_current, upgrade
-from app.models import Base
+from app.storage.engine import alembic_config, downgrade, get_engine, schema_is_current, upgrade
+from app.storage.models import Base
 from tests.reliability.conftest import report
 
 

@@ -17,9 +17,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
-from app.db import get_engine
 from app.rating.base import Rating, RatingInputError
 from app.rating.registry import make_model
+from app.storage.engine import get_engine
 from tests.reliability.conftest import create_ladder, report
 from tests.service.helpers import table_counts
 

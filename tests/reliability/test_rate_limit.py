@@ -1,5 +1,5 @@
-"""Per-client rate limiting (app/ratelimit.py): a token bucket per key, or per address for
-requests without one; an empty bucket is a 429 problem+json with Retry-After and nothing
+"""Per-client rate limiting (app/api/ratelimit.py): a token bucket per key, or per address
+for requests without one; an empty bucket is a 429 problem+json with Retry-After and nothing
 done. Off by default; loopback clients are exempt unless configured; probes never limited.
 """
 
@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterator
 import pytest
 from fastapi.testclient import TestClient
 
+from app.api.ratelimit import RateLimitSettings, TokenBuckets
 from app.config import get_settings
-from app.ratelimit import RateLimitSettings, TokenBuckets
 from tests.reliability.conftest import create_ladder
 from tests.service.helpers import table_counts
 

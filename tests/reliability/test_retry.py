@@ -1,8 +1,8 @@
 """A transaction that loses a deadlock or a serialization conflict is run again, at most
-three times in all, and counted (app/retry.py); the match is applied exactly once. The
-conflicts are real database errors raised by the fault hook (app/faults.py) right after
-the match's history rows are written: SQLSTATE 40001 on PostgreSQL, "database is locked"
-on SQLite."""
+three times in all, and counted (app/api/retry.py); the match is applied exactly once. The
+conflicts are real database errors raised by the fault hook (tests/reliability/faults.py)
+right after the match's history rows are written: SQLSTATE 40001 on PostgreSQL, "database
+is locked" on SQLite."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client import REGISTRY
 
-from app import faults
 from app.config import get_settings
+from tests.reliability import faults
 from tests.reliability.conftest import create_ladder, report
 from tests.reliability.invariants import check_ladder
 from tests.service.helpers import table_counts

@@ -8,8 +8,8 @@ import httpx
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from app.db import get_engine
-from app.models import Base
+from app.storage.engine import get_engine
+from app.storage.models import Base
 
 
 def assert_problem(response: httpx.Response, status: int, field: str | None = None) -> str:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from app import auth
 from app.config import get_settings
-from app.db import get_engine, session_factory
+from app.services import auth
+from app.storage.engine import get_engine, session_factory
 from tests.service.helpers import assert_problem, create_ladder
 
 

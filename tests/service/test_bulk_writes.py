@@ -14,20 +14,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
 
-from app import repositories
-from app.db import get_engine, session_factory
-from app.models import Ladder
-from app.recording import (
+from app.domain.ladders import LadderConfig, ladder_config
+from app.domain.results import _encoded_result_parts, result_parts
+from app.services.recording import (
     HISTORY,
     HISTORY_COLUMNS,
     MATCH_COLUMNS,
     MATCHES,
     PARTICIPANT_COLUMNS,
     PARTICIPANTS,
-    _encoded_result_parts,
-    result_parts,
 )
-from app.services import LadderConfig, ladder_config
+from app.storage import repositories
+from app.storage.engine import get_engine, session_factory
+from app.storage.models import Ladder
 
 CONFIGS = {
     algorithm: ladder_config(Ladder(id="l", algorithm=algorithm, params={}))

@@ -15,13 +15,14 @@ from fastapi.testclient import TestClient
 from sqlalchemy import event, text
 from sqlalchemy.exc import IntegrityError
 
-from app import auth, recording, unit_of_work
 from app.api import writer
+from app.api.schemas import MatchCreate
 from app.api.writer import GroupWriter
-from app.db import get_engine, session_factory
 from app.errors import Conflict, InvalidInput, NotFound, ProblemError, Unauthorized
-from app.recording import Answer, Submitted
-from app.schemas import MatchCreate
+from app.services import auth, recording
+from app.services.recording import Answer, Submitted
+from app.storage import unit_of_work
+from app.storage.engine import get_engine, session_factory
 from tests.service.helpers import create_ladder, table_counts
 
 MATCHES: list[dict[str, Any]] = [

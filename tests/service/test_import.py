@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.cli import main
+from app.cli.main import main
 from tests.service.helpers import all_pages, create_ladder, table_counts
 from tests.service.oracle import core_replay
 

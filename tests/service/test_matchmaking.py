@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app import auth
 from app.config import get_settings
-from app.db import get_engine, session_factory
 from app.rating.base import Rating
 from app.rating.matchmaking import balanced_split
 from app.rating.registry import make_model
+from app.services import auth
+from app.storage.engine import get_engine, session_factory
 from tests.service.helpers import assert_problem, create_ladder, post_match, table_counts
 
 ALGORITHMS = ["trueskill", "plackett_luce", "elo"]
@@ -174,7 +174,7 @@ def test_the_route_is_documented(client: TestClient) -> None:
     schemas = document["components"]["schemas"]
     for name in ("MatchmakingRequest", "MatchmakingOut"):
         assert schemas[name]["examples"], name
-    from app.schemas_matchmaking import MatchmakingOut, MatchmakingRequest
+    from app.api.schemas.matchmaking import MatchmakingOut, MatchmakingRequest
 
     for model in (MatchmakingRequest, MatchmakingOut):
         for example in model.model_json_schema()["examples"]:

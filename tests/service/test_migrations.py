@@ -6,8 +6,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect, text
 
-from app.db import downgrade, get_engine, schema_is_current, upgrade
-from app.models import Base
+from app.storage.engine import downgrade, get_engine, schema_is_current, upgrade
+from app.storage.models import Base
 
 TABLES = {
     "api_keys",

@@ -6,7 +6,8 @@ import pytest
 from fastapi.testclient import TestClient
 from pydantic import BaseModel
 
-from app import schemas, schemas_matchmaking
+from app.api import schemas
+from app.api.schemas import matchmaking
 
 MODELS = [
     schemas.LadderCreate,
@@ -31,8 +32,8 @@ MODELS = [
     schemas.VoidResult,
     schemas.LadderUpdate,
     schemas.LadderUpdated,
-    schemas_matchmaking.MatchmakingRequest,
-    schemas_matchmaking.MatchmakingOut,
+    matchmaking.MatchmakingRequest,
+    matchmaking.MatchmakingOut,
 ]
 #: Bodies the command line reports rather than a route: their examples must validate too.
 NOT_IN_DOCUMENT = {schemas.RebuildResult}

@@ -11,9 +11,9 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import event
 
-from app import repositories
-from app.db import get_engine, session_factory
-from app.models import Ladder, PlayerRating
+from app.storage import repositories
+from app.storage.engine import get_engine, session_factory
+from app.storage.models import Ladder, PlayerRating
 from tests.service.helpers import all_pages, assert_problem, create_ladder, post_match
 
 

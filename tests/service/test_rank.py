@@ -21,10 +21,10 @@ from fastapi.testclient import TestClient
 from sqlalchemy import text
 from sqlalchemy.dialects import postgresql
 
-from app.cli import main
-from app.db import downgrade, get_engine, upgrade
-from app.repositories import BUCKET_LIMIT, _count_ahead_statement, rating_bucket
-from app.services import bucket_width
+from app.cli.main import main
+from app.domain.ladders import bucket_width
+from app.storage.engine import downgrade, get_engine, upgrade
+from app.storage.repositories import BUCKET_LIMIT, _count_ahead_statement, rating_bucket
 from tests.service.helpers import all_pages, create_ladder
 from tests.service.oracle import random_matches
 

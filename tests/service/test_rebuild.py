@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from app.cli import main
+from app.cli.main import main
 from tests.service.helpers import assert_problem, create_ladder
 from tests.service.oracle import core_replay, random_matches
 from tests.service.test_void import _batch, _seed, _state

@@ -16,9 +16,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy import event, text
 from sqlalchemy.engine import make_url
 
-from app import auth, recording
 from app.config import get_settings
-from app.db import _writer_lock, get_engine, session_factory, writer_turn
+from app.services import auth, recording
+from app.storage.engine import _writer_lock, get_engine, session_factory, writer_turn
 from tests.service.helpers import assert_problem, table_counts
 
 MATCH = {"teams": [["ann", "bob"], ["cat", "dan"]], "ranks": [1, 2]}

@@ -164,8 +164,8 @@ def test_a_player_whose_only_match_is_voided_leaves_the_leaderboard(client: Test
 
 
 def test_void_errors_and_scope(client: TestClient, database_url: str) -> None:
-    from app import auth
-    from app.db import get_engine, session_factory
+    from app.services import auth
+    from app.storage.engine import get_engine, session_factory
 
     create_ladder(client)
     post_match(client, "test", {"match_id": "x", "teams": [["a"], ["b"]]})
@@ -253,7 +253,7 @@ def test_void_through_copy_updates_equals_a_fresh_replay(
 ) -> None:
     """Large re-ratings update PostgreSQL through COPY into a temporary table: the same
     numbers as the array path (every update takes that path here)."""
-    from app import repositories
+    from app.storage import repositories
 
     monkeypatch.setattr(repositories, "COPY_UPDATE_ROWS", 1)
     test_void_equals_a_fresh_replay_without_the_match(

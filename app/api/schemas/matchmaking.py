@@ -1,6 +1,6 @@
 """Request and response bodies of matchmaking (``http-api.md``, "Predictions and matchmaking").
 
-The shape checks follow ``app.schemas``: unknown fields are refused, and a validator's
+The shape checks follow ``app.api.schemas``: unknown fields are refused, and a validator's
 message starts with the field it is about.
 """
 
@@ -10,7 +10,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from app.schemas import MAX_ID_LENGTH, MAX_PLAYERS, MAX_TEAMS, PlayerId
+from app.api.schemas import MAX_ID_LENGTH, MAX_PLAYERS, MAX_TEAMS, PlayerId
 
 __all__ = ["MatchmakingOut", "MatchmakingRequest"]
 

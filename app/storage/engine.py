@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 #: The project root: alembic.ini and migrations/ live there.
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 #: A pooled PostgreSQL connection idle for longer than this (seconds) is pinged before use.
 PING_AFTER_IDLE_S = 5.0

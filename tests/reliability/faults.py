@@ -11,14 +11,14 @@ file to let the commit go through.
 ``conflict-after-history`` makes the first ``RATINGS_FAULT_TIMES`` (default 1) transactions
 that write a match's history fail right after with a real serialization failure (SQLSTATE
 40001; on SQLite "database is locked"), as if they had lost a conflict with another
-transaction, to prove that such a request is run again (``app/retry.py``).
+transaction, to prove that such a request is run again (``app/api/retry.py``).
 
 It works from SQLAlchemy engine events, so no code path of the service changes: an
 ``after_cursor_execute`` listener notes on the connection that a match's history or new
 ratings were written (see ``_MATCH_WRITES``), and a ``commit`` listener (called before the
-COMMIT is sent) pauses such a transaction. ``create_app`` calls
-:func:`install_from_environment`; with the variable unset (always, in production) it
-installs nothing.
+COMMIT is sent) pauses such a transaction. The servers the reliability tests start run
+``tests.reliability.served:app``, which calls :func:`install_from_environment` (with the
+variable unset it installs nothing); the service itself never loads this module.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def _note_history(
 #: history rows go in by ``COPY`` on the driver's cursor, which no engine event sees; the
 #: ratings UPDATE that follows them in the same transaction is seen on both databases; a
 #: group of single matches on PostgreSQL writes all its rows in one statement
-#: (``app.repositories.write_recorded``).
+#: (``app.storage.repositories.write_recorded``).
 _MATCH_WRITES = ("INSERT INTO RATING_HISTORY", "UPDATE RATINGS ", "WITH MATCHES_WRITTEN AS (")
 
 

@@ -8,11 +8,11 @@ from the start is safe, even for a POST without an idempotency key.
 
 The service takes a match's row locks in one ordered statement, so deadlocks should not
 happen at all (the reliability tests measure none); this is the safety net. A SQLAlchemy
-``handle_error`` listener marks the request when such an error is raised in it (the mark
-lives in a context variable, which the worker thread running the route inherits); when the
-answer is then the 503 the error handler makes of it, this middleware throws that answer
-away and runs the request again with the same body, at most ``MAX_ATTEMPTS`` times in all,
-after a short random pause. Every run again is counted in
+``handle_error`` listener (``app.storage.retry``) marks the request when such an error is
+raised in it (the mark lives in a context variable, which the worker thread running the
+route inherits); when the answer is then the 503 the error handler makes of it, this
+middleware throws that answer away and runs the request again with the same body, at most
+``MAX_ATTEMPTS`` times in all, after a short random pause. Every run again is counted in
 ``ratings_transaction_retries_total`` by reason.
 """
 
@@ -20,49 +20,11 @@ from __future__ import annotations
 
 import asyncio
 import random
-from contextvars import ContextVar
-from typing import Any
 
-from prometheus_client import Counter
-from sqlalchemy import Engine, event
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-#: Runs of one request in all, the first included.
-MAX_ATTEMPTS = 3
-#: The pause before a new run is uniform in [0, BACKOFF_S * run number).
-BACKOFF_S = 0.05
-
-RETRIES = Counter(
-    "ratings_transaction_retries",
-    "Requests run again after their transaction lost a deadlock or serialization conflict.",
-    ["reason"],
-)
-
-_SQLSTATES = {"40P01": "deadlock", "40001": "serialization_failure"}
-_marks: ContextVar[dict[str, str] | None] = ContextVar("ratings_retry_mark", default=None)
-
-
-def retry_reason(error: BaseException) -> str | None:
-    """Why ``error`` (a DB-API exception) calls for running the transaction again, if it does."""
-    state = getattr(error, "sqlstate", None)
-    if state in _SQLSTATES:
-        return _SQLSTATES[state]
-    if type(error).__name__ == "OperationalError" and "database is locked" in str(error):
-        return "sqlite_locked"
-    return None
-
-
-def _on_error(context: Any) -> None:
-    mark = _marks.get()
-    if mark is None:
-        return
-    reason = retry_reason(context.original_exception)
-    if reason is not None:
-        mark["reason"] = reason
-
-
-if not event.contains(Engine, "handle_error", _on_error):
-    event.listen(Engine, "handle_error", _on_error)
+from app.storage.retry import BACKOFF_S, MAX_ATTEMPTS, RETRIES
+from app.storage.retry import marks as _marks
 
 
 class _Run:

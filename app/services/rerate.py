@@ -23,31 +23,24 @@ from typing import Any
 import numpy as np
 from sqlalchemy.orm import Session
 
-from app import repositories
+from app.api.schemas import LadderUpdate, LadderUpdated, RebuildResult, VoidResult
+from app.domain.ladders import LadderConfig, full_params, ladder_config
+from app.domain.outcomes import dense_ranks, outcome_of
+from app.domain.results import result_parts, rfc3339, with_seq
+from app.domain.times import utc
 from app.errors import Conflict, NotFound
-from app.models import Ladder, RatingHistory
-from app.recording import (
+from app.services.ladders import ladder_view
+from app.services.recording import (
     Planned,
     Rated,
     RatingTable,
     day_of,
     participant_rows,
     rate,
-    result_parts,
-    rfc3339,
-    with_seq,
 )
-from app.repositories import HistoryRow, MatchRow
-from app.schemas import LadderUpdate, LadderUpdated, RebuildResult, VoidResult
-from app.services import (
-    LadderConfig,
-    dense_ranks,
-    full_params,
-    ladder_config,
-    ladder_view,
-    outcome_of,
-    utc,
-)
+from app.storage import repositories
+from app.storage.models import Ladder, RatingHistory
+from app.storage.repositories import HistoryRow, MatchRow
 
 #: The columns of a participant or history row that re-rating rewrites.
 NUMBERS = ("mu_before", "sigma_before", "mu_after", "sigma_after")

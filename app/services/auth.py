@@ -21,37 +21,25 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Annotated
 
-from anyio import to_thread
-from fastapi import Depends
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy import DateTime, bindparam, func, select, text, update
 from sqlalchemy.orm import Session
 
-from app.config import get_settings
-from app.db import get_session, is_read_only, mark_read_only, session_factory
 from app.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
-from app.models import ApiKey
-from app.repositories import KeyRow
+from app.storage.engine import is_read_only, session_factory
+from app.storage.models import ApiKey
+from app.storage.repositories import KeyRow
 
 #: The scopes, weakest first; a key may do everything its scope and the weaker ones allow.
 SCOPES: tuple[str, ...] = ("read", "write", "admin")
-_RANK = {scope: rank for rank, scope in enumerate(SCOPES)}
+#: Each scope's place in :data:`SCOPES`.
+SCOPE_RANK = {scope: rank for rank, scope in enumerate(SCOPES)}
 
 #: ``last_used_at`` is written at most this often per key, so a busy key's row is not a
 #: point of contention between workers.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
-
-_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="ratings"'}
-_bearer = HTTPBearer(
-    auto_error=False,
-    scheme_name="ApiKey",
-    description="An API key made with `ratings keys create`: `Authorization: Bearer <key>`.",
-)
 
 
 @dataclass(frozen=True)
@@ -113,7 +101,7 @@ def create_key(session: Session, *, name: str, scope: str) -> NewKey:
     Raises ``InvalidInput`` for an unknown scope or a bad name, ``Conflict`` when an active
     key already has that name (names identify keys to revoke).
     """
-    if scope not in _RANK:
+    if scope not in SCOPE_RANK:
         raise InvalidInput(f"scope: must be one of {', '.join(SCOPES)}")
     if not 1 <= len(name) <= 128 or not name.isprintable() or name != name.strip():
         raise InvalidInput("name: 1 to 128 printable characters, no surrounding spaces")
@@ -206,48 +194,27 @@ def authenticate(session: Session, key: str) -> ApiKey | None:
     return row
 
 
-Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
-
-
-def _missing(needed: str) -> Unauthorized:
-    return Unauthorized(
-        f"Authorization: this request needs a Bearer key of scope {needed} or higher",
-        headers=_CHALLENGE,
-    )
-
-
-def _unknown() -> Unauthorized:
+def unknown_key() -> Unauthorized:
+    """The 401 of a key that is unknown or revoked."""
     return Unauthorized(
         "Authorization: the key is unknown or revoked",
         headers={"WWW-Authenticate": 'Bearer realm="ratings", error="invalid_token"'},
     )
 
 
-def _too_weak(prefix: str, scope: str, needed: str) -> Forbidden:
+def too_weak(prefix: str, scope: str, needed: str) -> Forbidden:
+    """The 403 of a valid key whose scope is below ``needed``."""
     return Forbidden(f"Authorization: key {prefix} has scope {scope}; {needed} needed")
-
-
-def _authorize(
-    session: Session, credentials: HTTPAuthorizationCredentials | None, needed: str
-) -> ApiKey:
-    if credentials is None or not credentials.credentials:
-        raise _missing(needed)
-    row = authenticate(session, credentials.credentials)
-    if row is None:
-        raise _unknown()
-    if _RANK.get(row.scope, -1) < _RANK[needed]:
-        raise _too_weak(row.prefix, row.scope, needed)
-    return row
 
 
 def check_key(row: KeyRow | None, digest: str, needed: str) -> KeyRow:
     """The key row found for ``digest`` (:func:`hash_key`) allows ``needed``, or the 401 or
     403 of :func:`authenticate` and the route guards. For routes that read the key in the
-    same statement as their own first rows (``app.recording.record_group``)."""
+    same statement as their own first rows (``app.services.recording.record_group``)."""
     if row is None or not hmac.compare_digest(row.key_hash, digest) or row.revoked_at is not None:
-        raise _unknown()
-    if _RANK.get(row.scope, -1) < _RANK[needed]:
-        raise _too_weak(row.prefix, row.scope, needed)
+        raise unknown_key()
+    if SCOPE_RANK.get(row.scope, -1) < SCOPE_RANK[needed]:
+        raise too_weak(row.prefix, row.scope, needed)
     return row
 
 
@@ -274,46 +241,3 @@ _RECORD_USE_SKIP_LOCKED = text(
     "UPDATE api_keys SET last_used_at = :now WHERE id = "
     "(SELECT id FROM api_keys WHERE id = :id FOR UPDATE SKIP LOCKED)"
 ).bindparams(bindparam("now", type_=DateTime(timezone=True)))
-
-
-async def presented_write_key(credentials: Credentials) -> str:
-    """FastAPI dependency: the Bearer key of a write request, not yet checked.
-
-    For routes that check it (:func:`check_key`) in their own trip to the thread pool, in
-    the statement that reads their first rows: a missing key is a 401 here, at once.
-    """
-    if credentials is None or not credentials.credentials:
-        raise _missing("write")
-    return credentials.credentials
-
-
-def _requirement(needed: str) -> Callable[..., Awaitable[ApiKey | None]]:
-    async def dependency(
-        credentials: Credentials,
-        # The route's own session (same dependency, same scope, so FastAPI hands both the
-        # one instance): a second transaction would queue behind the first on SQLite.
-        session: Annotated[Session, Depends(get_session, scope="function")],
-    ) -> ApiKey | None:
-        # Asynchronous, so that open reads and requests without a key are answered without a
-        # trip to the thread pool; only the key lookup itself runs in a worker thread.
-        if needed == "read":
-            # Routes open to read keys only read: on SQLite their transaction then takes no
-            # write lock.
-            mark_read_only(session)
-            if not get_settings().require_read_key:
-                return None
-        if credentials is None or not credentials.credentials:
-            raise _missing(needed)
-        return await to_thread.run_sync(_authorize, session, credentials, needed)
-
-    dependency.__name__ = f"require_{needed}"
-    dependency.__doc__ = f"FastAPI dependency: a valid key of scope {needed} or higher."
-    return dependency
-
-
-#: Reads: open unless ``RATINGS_REQUIRE_READ_KEY`` is set; then any active key.
-require_read = _requirement("read")
-#: Recording matches: a key of scope write or admin.
-require_write = _requirement("write")
-#: Ladder configuration, rating seeds, voiding: an admin key.
-require_admin = _requirement("admin")

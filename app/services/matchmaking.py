@@ -6,13 +6,13 @@ import logging
 
 from sqlalchemy.orm import Session
 
-from app import repositories
+from app.api.schemas.matchmaking import MatchmakingOut, MatchmakingRequest
+from app.domain.ladders import NUMERIC_ERRORS, ladder_config
 from app.errors import InvalidInput
-from app.models import Ladder
 from app.rating.base import Rating, RatingInputError
 from app.rating.matchmaking import balanced_split
-from app.schemas_matchmaking import MatchmakingOut, MatchmakingRequest
-from app.services import NUMERIC_ERRORS, ladder_config
+from app.storage import repositories
+from app.storage.models import Ladder
 
 __all__ = ["matchmake"]
 

@@ -37,7 +37,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.expression import Executable
 from sqlalchemy.types import TypeEngine
 
-from app.models import (
+from app.storage.models import (
     Ladder,
     Match,
     Participant,
@@ -1034,7 +1034,7 @@ def update_matches(*, session: Session, rows: Sequence[dict[str, Any]]) -> None:
     bulk_update(session=session, table=cast(Table, Match.__table__), keys=("seq",), rows=rows)
 
 
-# -- recording single matches (app.recording.record_group) ------------------------------------
+# -- recording single matches (app.services.recording.record_group) ---------------------------
 
 
 class KeyRow(NamedTuple):
@@ -1248,8 +1248,8 @@ def write_recorded(
     ratings: Mapping[str, Sequence[dict[str, Any]]],
 ) -> None:
     """Store rated matches: their rows of ``matches``, ``participants`` and
-    ``rating_history`` (tuples of ``app.recording``'s ``MATCH_COLUMNS``,
-    ``PARTICIPANT_COLUMNS`` and ``HISTORY_COLUMNS``, the match ids distinct) and the new
+    ``rating_history`` (tuples of :data:`MATCH_COLUMNS`, :data:`PARTICIPANT_COLUMNS` and
+    :data:`HISTORY_COLUMNS`, the match ids distinct) and the new
     ratings of each ladder (rows for :func:`update_ratings`, by ladder id).
 
     PostgreSQL: ONE statement (the rows as JSON, which PostgreSQL reads back exactly: a

@@ -26,10 +26,10 @@ from typing import IO, TextIO
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
-from app import services
+from app.api.schemas import MAX_BATCH, MatchCreate
 from app.errors import ProblemError
-from app.recording import MatchConflict, MatchRefused, record_matches
-from app.schemas import MAX_BATCH, MatchCreate
+from app.services import ladders
+from app.services.recording import MatchConflict, MatchRefused, record_matches
 
 DEFAULT_CHUNK = 5000
 #: Parsed chunks the reading thread may hold ready ahead of the writer.
@@ -247,7 +247,7 @@ def _import_chunk(
     """One chunk, one transaction."""
     session = sessions()
     try:
-        ladder = services.get_ladder(session=session, ladder_id=ladder_id)
+        ladder = ladders.get_ladder(session=session, ladder_id=ladder_id)
         results = record_matches(
             session=session,
             ladder=ladder,

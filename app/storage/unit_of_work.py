@@ -4,12 +4,12 @@
 back when it raises. A transaction that lost a deadlock (SQLSTATE 40P01) or a serialization
 conflict (40001), or that found SQLite's database locked, was rolled back whole, so nothing
 of it was applied: ``run`` runs ``work`` again from the start, at most
-:data:`app.retry.MAX_ATTEMPTS` times in all, after a short random pause, and counts each new
+:data:`app.storage.retry.MAX_ATTEMPTS` times in all, after a short random pause, and counts each new
 run in ``ratings_transaction_retries_total`` by reason. Services and repositories never
 commit.
 
 On SQLite a writing transaction is one turn of the process's writers
-(:func:`app.db.writer_turn`), taken before ``BEGIN IMMEDIATE`` and given back after the
+(:func:`app.storage.engine.writer_turn`), taken before ``BEGIN IMMEDIATE`` and given back after the
 commit or rollback.
 """
 
@@ -23,8 +23,8 @@ from typing import TypeVar
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from app.db import SessionLocal, mark_read_only, writer_turn
-from app.retry import BACKOFF_S, MAX_ATTEMPTS, RETRIES, retry_reason
+from app.storage.engine import SessionLocal, mark_read_only, writer_turn
+from app.storage.retry import BACKOFF_S, MAX_ATTEMPTS, RETRIES, retry_reason
 
 T = TypeVar("T")
 

@@ -1,0 +1,53 @@
+"""The ``ratings`` command: serve the API, migrate the database, manage API keys, import
+and rebuild ladders, evaluate and fit rating algorithms. One module per command group:
+``server`` (serve, migrate), ``keys``, ``ladders`` (import, rebuild) and, from
+``app.evaluation.cli``, evaluate and fit.
+
+Settings come from ``RATINGS_*`` environment variables (see ``app/config.py``);
+``--database-url`` overrides ``RATINGS_DATABASE_URL`` for one command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable, Sequence
+from functools import partial
+
+from app.cli import keys, ladders, server
+from app.cli.base import report_errors
+from app.config import get_settings
+from app.evaluation.cli import add_parsers as add_evaluation_parsers
+from app.storage.engine import dispose_engines
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``ratings``."""
+    parser = argparse.ArgumentParser(
+        prog="ratings",
+        description="Skill-rating service: serve, migrate, manage API keys, import and "
+        "rebuild ladders, evaluate and fit rating algorithms on match files.",
+    )
+    parser.add_argument(
+        "--database-url", help="SQLAlchemy database URL (default: RATINGS_DATABASE_URL)"
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    server.add_parsers(commands)  # serve, migrate
+    keys.add_parsers(commands)  # keys create, list, revoke
+    ladders.add_parsers(commands)  # import, rebuild
+    add_evaluation_parsers(commands)  # evaluate, fit
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``ratings`` console script; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    if args.database_url:
+        os.environ["RATINGS_DATABASE_URL"] = args.database_url
+        get_settings.cache_clear()
+    command: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return report_errors(partial(command, args))
+    finally:
+        dispose_engines()

@@ -1,0 +1,52 @@
+"""A match's outcome (lower is better, dense ranks) and what identifies a match request for
+idempotency (its canonical form and hash)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from app.api.schemas import MatchCreate
+
+
+def canonical_request(body: MatchCreate) -> dict[str, Any]:
+    """What identifies a match for idempotency: the body without ``match_id``."""
+    return {
+        "teams": body.teams,
+        "ranks": body.ranks,
+        "scores": body.scores,
+        "weights": body.weights,
+        "played_at": body.played_at.isoformat() if body.played_at is not None else None,
+        "meta": body.meta,
+    }
+
+
+_canonical_json = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+
+
+def body_hash(canonical: dict[str, Any]) -> str:
+    return hashlib.sha256(_canonical_json(canonical).encode()).hexdigest()
+
+
+def dense_ranks(outcome: Sequence[float]) -> list[int]:
+    """1 for the best outcome, tied teams share a rank, the next distinct outcome is +1."""
+    order = {value: i + 1 for i, value in enumerate(sorted(set(outcome)))}
+    return [order[value] for value in outcome]
+
+
+def outcome(body: MatchCreate) -> list[float]:
+    """Lower is better: ranks as given, scores negated, or the listed order."""
+    return outcome_of(body.ranks, body.scores, len(body.teams))
+
+
+def outcome_of(
+    ranks: Sequence[float] | None, scores: Sequence[float] | None, teams: int
+) -> list[float]:
+    if ranks is not None:
+        return list(ranks)
+    if scores is not None:
+        return [-score for score in scores]
+    return [float(j) for j in range(teams)]

@@ -1,0 +1,167 @@
+"""The result document of a match (``schemas.MatchResult``) as stored JSON text: the one
+writer of it, for recording, voiding and rebuilding alike."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+from app.domain.ladders import LadderConfig
+from app.domain.times import utc
+
+#: Compact JSON of finite numbers (one encoder, not one per call).
+_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+
+#: A string as that encoder writes it (quoted, escaped; non-ASCII kept).
+_string: Callable[[str], str] = json.encoder.encode_basestring
+
+
+def rfc3339(moment: datetime) -> str:
+    return utc(moment).isoformat().replace("+00:00", "Z")
+
+
+def _out(config: LadderConfig, mu: float, sigma: float) -> dict[str, float | None]:
+    if config.bayesian:
+        return {"mu": mu, "sigma": sigma, "conservative": mu - config.conservative_k * sigma}
+    return {"mu": mu, "sigma": None, "conservative": mu}
+
+
+def with_seq(parts: tuple[str, str], seq: int) -> str:
+    """A result document from :func:`result_parts` and the match's seq."""
+    head, tail = parts
+    return f"{head}{seq}{tail}"
+
+
+def result_parts(
+    *,
+    config: LadderConfig,
+    ladder_id: str,
+    match_id: str,
+    played_at: datetime,
+    recorded_at: datetime,
+    quality: float,
+    teams: Sequence[Sequence[str]],
+    ranks: Sequence[int],
+    weights: Sequence[Sequence[float]] | None,
+    before: tuple[list[float], list[float]],
+    after: tuple[list[float], list[float]],
+    offset: int,
+    meta: dict[str, Any] | None,
+) -> tuple[str, str]:
+    """The match result (``schemas.MatchResult``) as JSON text, without its seq: the text
+    before the seq's digits and the text after them (:func:`with_seq` joins them; the
+    database may draw the seq as it stores the match). ``before`` and ``after`` are
+    (mu, sigma) lists over all participants, this match's starting at ``offset``. A match
+    counts when it is rated: voiding rewrites its document (``app.services.rerate``).
+
+    The text is written directly, number by number (``repr``, as the ``json`` encoder
+    writes them), rather than built as dicts and encoded: the same bytes as
+    :func:`_encoded_result_parts` for about 30 % less. A number that is not finite (or
+    a sum that overflows) leaves it to that encoder, which refuses or writes it."""
+    bayesian = config.bayesian
+    k_sigma = config.conservative_k
+    mu_b, sigma_b = before
+    mu_a, sigma_a = after
+    check = quality
+    team_docs = []
+    k = offset
+    for j, team in enumerate(teams):
+        players = []
+        team_weights = weights[j] if weights is not None else None
+        for i, player in enumerate(team):
+            weight = team_weights[i] if team_weights is not None else 1.0
+            mb, ma = mu_b[k], mu_a[k]
+            if bayesian:
+                sb, sa = sigma_b[k], sigma_a[k]
+                cb, ca = mb - k_sigma * sb, ma - k_sigma * sa
+                check += weight + mb + sb + cb + ma + sa + ca
+                players.append(
+                    f'{{"player_id":{_string(player)},"weight":{weight!r},'
+                    f'"before":{{"mu":{mb!r},"sigma":{sb!r},"conservative":{cb!r}}},'
+                    f'"after":{{"mu":{ma!r},"sigma":{sa!r},"conservative":{ca!r}}}}}'
+                )
+            else:
+                check += weight + mb + ma
+                players.append(
+                    f'{{"player_id":{_string(player)},"weight":{weight!r},'
+                    f'"before":{{"mu":{mb!r},"sigma":null,"conservative":{mb!r}}},'
+                    f'"after":{{"mu":{ma!r},"sigma":null,"conservative":{ma!r}}}}}'
+                )
+            k += 1
+        team_docs.append(f'{{"rank":{ranks[j]!r},"players":[{",".join(players)}]}}')
+    if not math.isfinite(check) or type(check) is not float:
+        return _encoded_result_parts(
+            config=config,
+            ladder_id=ladder_id,
+            match_id=match_id,
+            played_at=played_at,
+            recorded_at=recorded_at,
+            quality=quality,
+            teams=teams,
+            ranks=ranks,
+            weights=weights,
+            before=before,
+            after=after,
+            offset=offset,
+            meta=meta,
+        )
+    # The keys in the schema's order: match_id, ladder, seq, then the rest.
+    return (
+        f'{{"match_id":{_string(match_id)},"ladder":{_string(ladder_id)},"seq":',
+        f',"played_at":{_string(rfc3339(played_at))},'
+        f'"recorded_at":{_string(rfc3339(recorded_at))},"quality":{quality!r},'
+        f'"teams":[{",".join(team_docs)}],"meta":{_encode(meta)},"voided":false,'
+        '"voided_at":null}',
+    )
+
+
+def _encoded_result_parts(
+    *,
+    config: LadderConfig,
+    ladder_id: str,
+    match_id: str,
+    played_at: datetime,
+    recorded_at: datetime,
+    quality: float,
+    teams: Sequence[Sequence[str]],
+    ranks: Sequence[int],
+    weights: Sequence[Sequence[float]] | None,
+    before: tuple[list[float], list[float]],
+    after: tuple[list[float], list[float]],
+    offset: int,
+    meta: dict[str, Any] | None,
+) -> tuple[str, str]:
+    """:func:`result_parts` through the ``json`` encoder, from the document as dicts: what
+    it writes for numbers that are not finite, and what the tests hold it to."""
+    team_docs = []
+    k = offset
+    for j, team in enumerate(teams):
+        players = []
+        for i, player in enumerate(team):
+            players.append(
+                {
+                    "player_id": player,
+                    "weight": weights[j][i] if weights is not None else 1.0,
+                    "before": _out(config, before[0][k], before[1][k]),
+                    "after": _out(config, after[0][k], after[1][k]),
+                }
+            )
+            k += 1
+        team_docs.append({"rank": ranks[j], "players": players})
+    # The keys in the schema's order: match_id, ladder, seq, then the rest.
+    head = _encode({"match_id": match_id, "ladder": ladder_id})
+    tail = _encode(
+        {
+            "played_at": rfc3339(played_at),
+            "recorded_at": rfc3339(recorded_at),
+            "quality": quality,
+            "teams": team_docs,
+            "meta": meta,
+            "voided": False,
+            "voided_at": None,
+        }
+    )
+    return f'{head[:-1]},"seq":', f",{tail[1:]}"

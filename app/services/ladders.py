@@ -1,0 +1,105 @@
+"""Use cases: create a ladder (or find the identical one), list ladders, find one."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app.api.schemas import (
+    LadderCreate,
+    LadderOut,
+    LadderPage,
+)
+from app.domain.cursors import decode_cursor, encode_cursor
+from app.domain.ladders import (
+    LADDER_ID,
+    bucket_width,
+    full_params,
+)
+from app.domain.times import utc
+from app.errors import Conflict, InvalidInput, NotFound
+from app.storage import repositories
+from app.storage.models import Ladder
+
+
+def create_ladder(*, session: Session, body: LadderCreate, now: datetime) -> tuple[LadderOut, bool]:
+    """Create the ladder, or find the identical one. Returns (ladder, created)."""
+    params = full_params(body.algorithm, body.params)
+    existing = repositories.get_ladder(session=session, ladder_id=body.id)
+    if existing is None:
+        ladder = Ladder(
+            id=body.id,
+            algorithm=body.algorithm,
+            params=params,
+            description=body.description,
+            created_at=now,
+            bucket_width=bucket_width(body.algorithm, params),
+        )
+        try:
+            repositories.add_ladder(session=session, ladder=ladder)
+        except IntegrityError:
+            existing = repositories.get_ladder(session=session, ladder_id=body.id)
+            if existing is None:
+                raise
+        else:
+            return ladder_view(session=session, ladder=ladder), True
+    same = existing.algorithm == body.algorithm and existing.params == params
+    if body.description is not None and body.description != existing.description:
+        same = False
+    if not same:
+        raise Conflict(f"id: ladder {body.id!r} exists with a different configuration")
+    return ladder_view(session=session, ladder=existing), False
+
+
+def ladder_view(*, session: Session, ladder: Ladder) -> LadderOut:
+    return _ladder_views(session=session, ladders=[ladder])[0]
+
+
+def _ladder_views(*, session: Session, ladders: Sequence[Ladder]) -> list[LadderOut]:
+    ids = [ladder.id for ladder in ladders]
+    players = repositories.count_players(session=session, ladder_ids=ids) if ids else {}
+    matches = repositories.count_matches(session=session, ladder_ids=ids) if ids else {}
+    return [
+        LadderOut(
+            id=ladder.id,
+            algorithm=ladder.algorithm,
+            params=ladder.params,
+            description=ladder.description,
+            created_at=utc(ladder.created_at),
+            players=players.get(ladder.id, 0),
+            matches=matches.get(ladder.id, 0),
+        )
+        for ladder in ladders
+    ]
+
+
+def list_ladders(*, session: Session, limit: int, cursor: str | None) -> LadderPage:
+    after = None
+    if cursor is not None:
+        key = decode_cursor(cursor)
+        if not (isinstance(key, list) and len(key) == 1 and isinstance(key[0], str)):
+            raise InvalidInput("cursor: not a cursor of this list")
+        after = key[0]
+    ladders = repositories.list_ladders(session=session, after=after, limit=limit + 1)
+    more = len(ladders) > limit
+    ladders = ladders[:limit]
+    return LadderPage(
+        entries=_ladder_views(session=session, ladders=ladders),
+        next_cursor=encode_cursor([ladders[-1].id]) if more else None,
+    )
+
+
+def get_ladder(*, session: Session, ladder_id: str, detached: bool = False) -> Ladder:
+    """The ladder, or a 404. ``detached``: for a read, which never changes the ladder (see
+    :func:`repositories.read_ladder`)."""
+    # An id that breaks the id rules cannot exist; it is not even looked up.
+    ladder = None
+    if LADDER_ID.fullmatch(ladder_id):
+        read = repositories.read_ladder if detached else repositories.get_ladder
+        ladder = read(session=session, ladder_id=ladder_id)
+    if ladder is None:
+        raise NotFound(f"ladder: no ladder {ladder_id[:64]!r}")
+    return ladder

@@ -1,0 +1,203 @@
+"""Use cases: the leaderboard, a player's rating, rank and history, and seeding a rating."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+
+from sqlalchemy.orm import Session
+
+from app.api.schemas import (
+    HistoryEntry,
+    HistoryPage,
+    LeaderboardEntry,
+    LeaderboardPage,
+    PlayerOut,
+    PlayerSeed,
+)
+from app.domain.cursors import decode_cursor, encode_cursor
+from app.domain.ladders import (
+    BAYESIAN,
+    ladder_config,
+)
+from app.domain.times import utc
+from app.errors import InvalidInput, NotFound
+from app.rating.base import Rating
+from app.storage import repositories
+from app.storage.models import Ladder, PlayerRating, RatingHistory
+
+
+def rating_of(row: PlayerRating) -> Rating:
+    return Rating(row.mu, row.sigma if row.sigma is not None else 0.0)
+
+
+def leaderboard(
+    *, session: Session, ladder: Ladder, limit: int, cursor: str | None, min_matches: int
+) -> LeaderboardPage:
+    after: tuple[float, str] | None = None
+    if cursor is not None:
+        key = decode_cursor(cursor)
+        if not (
+            isinstance(key, list)
+            and len(key) == 2
+            and isinstance(key[0], int | float)
+            and not isinstance(key[0], bool)
+            and math.isfinite(key[0])
+            and isinstance(key[1], str)
+        ):
+            raise InvalidInput("cursor: not a cursor of this leaderboard")
+        after = (float(key[0]), key[1])
+    rows = repositories.leaderboard(
+        session=session, ladder_id=ladder.id, after=after, limit=limit + 1, min_matches=min_matches
+    )
+    more = len(rows) > limit
+    rows = rows[:limit]
+    first_rank = 1
+    if rows and after is not None:
+        first_rank += repositories.count_ahead(
+            session=session,
+            ladder_id=ladder.id,
+            bucket_width=ladder.bucket_width,
+            conservative=rows[0].conservative,
+            player_id=rows[0].player_id,
+            min_matches=min_matches,
+        )
+    bayesian = ladder.algorithm in BAYESIAN
+    # Typed values from the database: constructed without validating them again, which
+    # cost a first page more CPU time than reading its rows.
+    entries = [
+        LeaderboardEntry.model_construct(
+            rank=first_rank + n,
+            player_id=row.player_id,
+            mu=row.mu,
+            sigma=row.sigma if bayesian else None,
+            conservative=row.conservative,
+            matches=row.matches,
+            last_played_at=utc(row.last_played_at) if row.last_played_at else None,
+        )
+        for n, row in enumerate(rows)
+    ]
+    next_cursor = encode_cursor([rows[-1].conservative, rows[-1].player_id]) if more else None
+    return LeaderboardPage(entries=entries, next_cursor=next_cursor)
+
+
+def _player_view(
+    *,
+    session: Session,
+    ladder: Ladder,
+    row: PlayerRating | repositories.RatingRow,
+    own_writes: bool = False,
+) -> PlayerOut:
+    ahead = repositories.count_ahead(
+        session=session,
+        ladder_id=ladder.id,
+        bucket_width=ladder.bucket_width,
+        conservative=row.conservative,
+        player_id=row.player_id,
+        min_matches=0,
+        own_writes=own_writes,
+    )
+    return PlayerOut(
+        ladder=ladder.id,
+        player_id=row.player_id,
+        mu=row.mu,
+        sigma=row.sigma,
+        conservative=row.conservative,
+        rank=ahead + 1,
+        matches=row.matches,
+        last_played_at=utc(row.last_played_at) if row.last_played_at else None,
+    )
+
+
+def _unknown_player(ladder: Ladder, player_id: str) -> NotFound:
+    return NotFound(f"player_id: no player {player_id[:128]!r} in ladder {ladder.id!r}")
+
+
+def get_player(*, session: Session, ladder: Ladder, player_id: str) -> PlayerOut:
+    row = repositories.read_rating(session=session, ladder_id=ladder.id, player_id=player_id)
+    if row is None:
+        raise _unknown_player(ladder, player_id)
+    return _player_view(session=session, ladder=ladder, row=row)
+
+
+def seed_player(
+    *, session: Session, ladder: Ladder, player_id: str, body: PlayerSeed, now: datetime
+) -> PlayerOut:
+    """Set a player's rating (creating the player); history records an adjustment."""
+    if not 1 <= len(player_id) <= 128:
+        raise InvalidInput("player_id: 1 to 128 characters")
+    config = ladder_config(ladder)
+    prior = config.model.rating()
+    if config.bayesian:
+        new = Rating(body.mu, body.sigma if body.sigma is not None else prior.sigma)
+    elif body.sigma is not None:
+        raise InvalidInput("sigma: an Elo rating has no sigma; omit it")
+    else:
+        new = Rating(body.mu, 0.0)
+    repositories.insert_missing_ratings(
+        session=session,
+        ladder_id=ladder.id,
+        player_ids=[player_id],
+        mu=prior.mu,
+        sigma=config.stored_sigma(prior),
+        conservative=config.conservative(prior),
+        now=now,
+    )
+    row = repositories.lock_rating(session=session, ladder_id=ladder.id, player_id=player_id)
+    if row is None:  # inserted just above, in this transaction
+        raise _unknown_player(ladder, player_id)
+    old = rating_of(row)
+    row.mu = new.mu
+    row.sigma = config.stored_sigma(new)
+    row.conservative = config.conservative(new)
+    row.updated_at = now
+    repositories.add_history(
+        session=session,
+        entry=RatingHistory(
+            ladder_id=ladder.id,
+            player_id=player_id,
+            kind="adjustment",
+            match_seq=None,
+            match_id=None,
+            played_at=now,
+            mu_before=old.mu,
+            sigma_before=config.stored_sigma(old),
+            mu_after=new.mu,
+            sigma_after=config.stored_sigma(new),
+        ),
+    )
+    return _player_view(session=session, ladder=ladder, row=row, own_writes=True)
+
+
+def player_history(
+    *, session: Session, ladder: Ladder, player_id: str, limit: int, cursor: str | None
+) -> HistoryPage:
+    if repositories.read_rating(session=session, ladder_id=ladder.id, player_id=player_id) is None:
+        raise _unknown_player(ladder, player_id)
+    before_id = None
+    if cursor is not None:
+        key = decode_cursor(cursor)
+        if not (isinstance(key, list) and len(key) == 1 and type(key[0]) is int):
+            raise InvalidInput("cursor: not a cursor of this history")
+        before_id = key[0]
+    config = ladder_config(ladder)
+    rows = repositories.history(
+        session=session,
+        ladder_id=ladder.id,
+        player_id=player_id,
+        before_id=before_id,
+        limit=limit + 1,
+    )
+    more = len(rows) > limit
+    rows = rows[:limit]
+    entries = [
+        HistoryEntry(
+            kind=row.kind,
+            match_id=row.match_id,
+            played_at=utc(row.played_at),
+            before=config.out(Rating(row.mu_before, row.sigma_before or 0.0)),
+            after=config.out(Rating(row.mu_after, row.sigma_after or 0.0)),
+        )
+        for row in rows
+    ]
+    return HistoryPage(entries=entries, next_cursor=encode_cursor([rows[-1].id]) if more else None)

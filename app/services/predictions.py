@@ -1,0 +1,48 @@
+"""Use case: quality, win and draw probabilities of proposed teams (nothing is written)."""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from app.api.schemas import (
+    QualityOut,
+    QualityRequest,
+)
+from app.domain.ladders import (
+    NUMERIC_ERRORS,
+    degenerate,
+    ladder_config,
+)
+from app.errors import InvalidInput
+from app.rating.base import RatingInputError
+from app.services.players import rating_of
+from app.storage import repositories
+from app.storage.models import Ladder
+
+
+def _invalid(exc: RatingInputError) -> InvalidInput:
+    return InvalidInput(f"{exc.argument}: {exc.message}")
+
+
+def predict(*, session: Session, ladder: Ladder, body: QualityRequest) -> QualityOut:
+    """Quality, win and draw probabilities of proposed teams; nothing is written."""
+    config = ladder_config(ladder)
+    player_ids = [player for team in body.teams for player in team]
+    rows = repositories.get_ratings(session=session, ladder_id=ladder.id, player_ids=player_ids)
+    prior = config.model.rating()
+    teams = [
+        [rating_of(rows[player]) if player in rows else prior for player in team]
+        for team in body.teams
+    ]
+    try:
+        quality = config.model.quality(teams, body.weights)
+        win = config.model.win_probabilities(teams, body.weights)
+        draw = config.model.draw_probability(teams, body.weights)
+    except RatingInputError as exc:
+        raise _invalid(exc) from None
+    except NUMERIC_ERRORS as exc:
+        raise degenerate(ladder, exc) from None
+    numbers = [quality, *win] + ([] if draw is None else [draw])
+    if not all(0.0 <= x <= 1.0 for x in numbers):
+        raise degenerate(ladder, ArithmeticError(f"probabilities {numbers!r}"))
+    return QualityOut(quality=quality, win_probabilities=win, draw_probability=draw)
