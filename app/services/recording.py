@@ -527,13 +527,13 @@ def _apply(
     match_rows: list[tuple[Any, ...]] = []
     participants: list[tuple[Any, ...]] = []
     history: list[tuple[Any, ...]] = []
-    for n, (m, plan, seq) in enumerate(zip(fresh, planned, seqs, strict=True)):
-        text = _match_rows(
+    for n, (m, plan) in enumerate(zip(fresh, planned, strict=True)):
+        parts = _match_rows(
             config=config,
             ladder_id=ladder.id,
             incoming=m,
             plan=plan,
-            seq=seq,
+            slot=n,
             now=now,
             quality=quality[n],
             before=before,
@@ -543,7 +543,10 @@ def _apply(
             participants=participants,
             history=history,
         )
-        results[m.index] = (text, True)
+        results[m.index] = (with_seq(parts, seqs[n]), True)
+    match_rows, participants, history = repositories.with_seqs(
+        seqs, match_rows, participants, history
+    )
     try:
         with session.begin_nested():
             repositories.insert_values(
@@ -577,7 +580,7 @@ def _match_rows(
     ladder_id: str,
     incoming: _Incoming,
     plan: Planned,
-    seq: int,
+    slot: int,
     now: datetime,
     quality: float,
     before: tuple[list[float], list[float]],
@@ -586,31 +589,30 @@ def _match_rows(
     match_rows: list[tuple[Any, ...]],
     participants: list[tuple[Any, ...]],
     history: list[tuple[Any, ...]],
-) -> str:
+) -> tuple[str, str]:
     """Append a rated match's row (:data:`MATCH_COLUMNS`), its participants and its history
-    rows; returns its result document."""
+    rows, with ``slot`` (its place among the rows) where its seq goes and its result
+    document as the text before and after the seq (``repositories.write_recorded`` draws
+    the seqs); returns those two texts."""
     ranks = dense_ranks(plan.outcome)
-    text = with_seq(
-        result_parts(
-            config=config,
-            ladder_id=ladder_id,
-            match_id=incoming.match_id,
-            played_at=incoming.played_at,
-            recorded_at=now,
-            quality=quality,
-            teams=plan.teams,
-            ranks=ranks,
-            weights=plan.weights,
-            before=before,
-            after=after,
-            offset=offset,
-            meta=incoming.body.meta,
-        ),
-        seq,
+    parts = result_parts(
+        config=config,
+        ladder_id=ladder_id,
+        match_id=incoming.match_id,
+        played_at=incoming.played_at,
+        recorded_at=now,
+        quality=quality,
+        teams=plan.teams,
+        ranks=ranks,
+        weights=plan.weights,
+        before=before,
+        after=after,
+        offset=offset,
+        meta=incoming.body.meta,
     )
     match_rows.append(
         (
-            seq,
+            slot,
             ladder_id,
             incoming.match_id,
             incoming.digest,
@@ -619,14 +621,14 @@ def _match_rows(
             quality,
             incoming.canonical,
             incoming.body.meta,
-            text,
+            parts,
             None,
         )
     )
     _participant_values(
         config=config,
         ladder_id=ladder_id,
-        seq=seq,
+        seq=slot,
         match=plan,
         ranks=ranks,
         before=before,
@@ -635,7 +637,7 @@ def _match_rows(
         participants=participants,
         history=history,
     )
-    return text
+    return parts
 
 
 def _rating_rows(
@@ -746,6 +748,8 @@ class _LadderWork:
     #: Players this transaction created (at the prior): removed again if none of the
     #: ladder's matches in the group is written.
     created: set[str] = field(default_factory=set)
+    #: The ladder's matches recorded under the group's match_ids.
+    recorded: dict[str, repositories.StoredMatch] = field(default_factory=dict)
 
 
 def _admit(
@@ -755,12 +759,18 @@ def _admit(
     the ladder's row is share-locked, so a parameter change waits for the group and the
     group for it) and sort the admitted matches by ladder. A refused one gets its 401, 403
     or 404 in ``answers``."""
+    named: dict[tuple[str, str], list[str]] = {}
+    for s in submitted:
+        ids = named.setdefault((s.key_digest, s.ladder_id), [])
+        if s.body.match_id is not None:
+            ids.append(s.body.match_id)
     found: dict[tuple[str, str], repositories.KeyAndLadder] = {}
-    for digest, ladder_id in sorted({(s.key_digest, s.ladder_id) for s in submitted}):
+    for digest, ladder_id in sorted(named):
         found[digest, ladder_id] = repositories.key_and_ladder(
             session=session,
             key_hash=digest,
             ladder_id=ladder_id if LADDER_ID.fullmatch(ladder_id) else None,
+            match_ids=named[digest, ladder_id],
         )
     used: set[int] = set()
     work: dict[str, _LadderWork] = {}
@@ -788,6 +798,7 @@ def _admit(
         )
         entry = work.setdefault(ladder.id, _LadderWork(ladder, config, [], []))
         entry.incoming.append(incoming)
+        entry.recorded.update(row.recorded)
     return work
 
 
@@ -840,19 +851,15 @@ def _lock_players(
     return locked
 
 
-def _settle_recorded(
-    session: Session, entry: _LadderWork, answers: list[Answer | None]
-) -> list[_Incoming]:
+def _settle_recorded(entry: _LadderWork, answers: list[Answer | None]) -> list[_Incoming]:
     """Answer the matches whose match_id is recorded already: the same body is a retry,
     another body a conflict. Returns the new ones. (One recorded meanwhile by another
     transaction fails the group's insert: ``app.api.writer`` then writes each alone.)"""
-    named = [m.match_id for m in entry.incoming if m.body.match_id is not None]
-    if not named:
+    if not entry.recorded:
         return entry.incoming
-    known = repositories.find_matches(session=session, ladder_id=entry.ladder.id, match_ids=named)
     fresh = []
     for m in entry.incoming:
-        stored = known.get(m.match_id)
+        stored = entry.recorded.get(m.match_id) if m.body.match_id is not None else None
         if stored is None:
             fresh.append(m)
             continue
@@ -916,7 +923,7 @@ def record_group(*, session: Session, submitted: Sequence[Submitted]) -> list[An
     work = _admit(session, submitted, answers)
     for ladder_id in list(work):
         entry = work[ladder_id]
-        entry.incoming = _settle_recorded(session, entry, answers)
+        entry.incoming = _settle_recorded(entry, answers)
         entry.players = sorted({p for m in entry.incoming for team in m.body.teams for p in team})
         if not entry.incoming:
             del work[ladder_id]
@@ -938,32 +945,35 @@ def record_group(*, session: Session, submitted: Sequence[Submitted]) -> list[An
             )
         if kept:
             rated_by_ladder.append((entry, states, table, kept, planned, rated))
-    total = sum(len(kept) for _, _, _, kept, _, _ in rated_by_ladder)
-    seqs = iter(repositories.allocate_match_seqs(session=session, count=total))
-    # Seqs in arrival order across the group.
+    # The rows in arrival order across the group: the seqs are drawn in that order.
     order = sorted(
         (m.index, n, k)
         for n, (_, _, _, kept, _, _) in enumerate(rated_by_ladder)
         for k, m in enumerate(kept)
     )
-    seq_of = {(n, k): next(seqs) for _, n, k in order}
+    numbers = [
+        (
+            (rated.before_mu.tolist(), rated.before_sigma.tolist()),
+            (rated.after_mu.tolist(), rated.after_sigma.tolist()),
+            rated.quality.tolist(),
+        )
+        for _, _, _, _, _, rated in rated_by_ladder
+    ]
     match_rows: list[tuple[Any, ...]] = []
     participants: list[tuple[Any, ...]] = []
     history: list[tuple[Any, ...]] = []
-    for n, (entry, _, _, kept, planned, rated) in enumerate(rated_by_ladder):
-        before = (rated.before_mu.tolist(), rated.before_sigma.tolist())
-        after = (rated.after_mu.tolist(), rated.after_sigma.tolist())
-        quality = rated.quality.tolist()
-        for k, (m, plan) in enumerate(zip(kept, planned, strict=True)):
-            seq = seq_of[n, k]
-            now = submitted[m.index].now
-            text = _match_rows(
+    parts = []
+    for slot, (index, n, k) in enumerate(order):
+        entry, _, _, kept, planned, rated = rated_by_ladder[n]
+        before, after, quality = numbers[n]
+        parts.append(
+            _match_rows(
                 config=entry.config,
                 ladder_id=entry.ladder.id,
-                incoming=m,
-                plan=plan,
-                seq=seq,
-                now=now,
+                incoming=kept[k],
+                plan=planned[k],
+                slot=slot,
+                now=submitted[index].now,
                 quality=quality[k],
                 before=before,
                 after=after,
@@ -972,8 +982,8 @@ def record_group(*, session: Session, submitted: Sequence[Submitted]) -> list[An
                 participants=participants,
                 history=history,
             )
-            answers[m.index] = (text, True)
-    repositories.write_recorded(
+        )
+    seqs = repositories.write_recorded(
         session=session,
         matches=match_rows,
         participants=participants,
@@ -985,4 +995,6 @@ def record_group(*, session: Session, submitted: Sequence[Submitted]) -> list[An
             for entry, states, table, _, planned, _ in rated_by_ladder
         },
     )
+    for (index, _, _), seq, text in zip(order, seqs, parts, strict=True):
+        answers[index] = (with_seq(text, seq), True)
     return [answer for answer in answers if answer is not None]

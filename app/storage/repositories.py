@@ -1049,12 +1049,14 @@ class KeyRow(NamedTuple):
 
 
 class KeyAndLadder(NamedTuple):
-    """The request's key row (None: unknown) and its ladder's algorithm and parameters as
-    stored (None: no such ladder)."""
+    """The request's key row (None: unknown), its ladder's algorithm and parameters as
+    stored (None: no such ladder), and the matches of that ladder recorded under the
+    match_ids asked about."""
 
     key: KeyRow | None
     algorithm: str | None
     params: str | None
+    recorded: dict[str, StoredMatch]
 
 
 _KEY_COLUMNS: dict[str, TypeEngine[Any]] = {
@@ -1066,28 +1068,49 @@ _KEY_COLUMNS: dict[str, TypeEngine[Any]] = {
     "last_used_at": DateTime(timezone=True),
     "algorithm": String(),
     "params": Text(),
+    "recorded": Text(),
 }
 _KEY_AND_LADDER = (
     "SELECT k.id, k.scope, k.prefix, k.key_hash, k.revoked_at, k.last_used_at, "
-    "l.algorithm, CAST(l.params AS TEXT) AS params "
+    "l.algorithm, CAST(l.params AS TEXT) AS params, CAST(m.recorded AS TEXT) AS recorded "
     "FROM (SELECT 1 AS one) AS one "
     "LEFT JOIN api_keys AS k ON k.key_hash = :key_hash "
-    "LEFT JOIN (SELECT algorithm, params FROM ladders WHERE id = :ladder_id{lock}) AS l ON 1 = 1"
+    "LEFT JOIN (SELECT algorithm, params FROM ladders WHERE id = :ladder_id{lock}) AS l ON 1 = 1 "
+    "LEFT JOIN (SELECT {aggregate}(json_array(match_id, body_hash, result)) AS recorded "
+    "FROM matches WHERE ladder_id = :ladder_id AND match_id {named}) AS m ON 1 = 1"
 )
 _KEY_AND_LADDER_SQL = {
-    "postgresql": text(_KEY_AND_LADDER.format(lock=" FOR SHARE")).columns(**_KEY_COLUMNS),
-    "sqlite": text(_KEY_AND_LADDER.format(lock="")).columns(**_KEY_COLUMNS),
+    "postgresql": text(
+        _KEY_AND_LADDER.format(
+            lock=" FOR SHARE",
+            aggregate="json_agg",
+            named="= ANY(CAST(:match_ids AS VARCHAR[]))",
+        ).replace("json_array(", "json_build_array(")
+    ).columns(**_KEY_COLUMNS),
+    "sqlite": text(
+        _KEY_AND_LADDER.format(lock="", aggregate="json_group_array", named="IN :match_ids")
+    )
+    .bindparams(bindparam("match_ids", expanding=True))
+    .columns(**_KEY_COLUMNS),
 }
 
 
-def key_and_ladder(*, session: Session, key_hash: str, ladder_id: str | None) -> KeyAndLadder:
-    """The key with this hash and the ladder, in one statement. On PostgreSQL the ladder's
-    row is share-locked: its parameters cannot change until the transaction ends."""
+def key_and_ladder(
+    *, session: Session, key_hash: str, ladder_id: str | None, match_ids: Sequence[str] = ()
+) -> KeyAndLadder:
+    """The key with this hash, the ladder, and the ladder's matches recorded under
+    ``match_ids``, in one statement. On PostgreSQL the ladder's row is share-locked: its
+    parameters cannot change until the transaction ends."""
     row = session.execute(
-        _KEY_AND_LADDER_SQL[_dialect(session)], {"key_hash": key_hash, "ladder_id": ladder_id}
+        _KEY_AND_LADDER_SQL[_dialect(session)],
+        {"key_hash": key_hash, "ladder_id": ladder_id, "match_ids": list(match_ids)},
     ).one()
     key = KeyRow(*row[:6]) if row[0] is not None else None
-    return KeyAndLadder(key=key, algorithm=row[6], params=row[7])
+    recorded = {
+        match_id: StoredMatch(match_id, digest, result)
+        for match_id, digest, result in (json.loads(row[8]) if row[8] else [])
+    }
+    return KeyAndLadder(key=key, algorithm=row[6], params=row[7], recorded=recorded)
 
 
 _STATE_COLUMNS: dict[str, TypeEngine[Any]] = {
@@ -1195,30 +1218,37 @@ WITH matches_written AS (
     INSERT INTO matches (seq, ladder_id, match_id, body_hash, played_at, recorded_at, quality,
                          request, meta, result, voided_at)
     SELECT v.seq, v.ladder_id, v.match_id, v.body_hash, v.played_at, v.recorded_at, v.quality,
-           CAST(v.request AS JSON), CAST(v.meta AS JSON), v.result, NULL
-    FROM unnest(CAST(:seq AS BIGINT[]), CAST(:ladder_id AS VARCHAR[]),
-                CAST(:match_id AS VARCHAR[]), CAST(:body_hash AS VARCHAR[]),
-                CAST(:played_at AS TIMESTAMPTZ[]), CAST(:recorded_at AS TIMESTAMPTZ[]),
-                CAST(:quality AS FLOAT8[]), CAST(:request AS TEXT[]), CAST(:meta AS TEXT[]),
-                CAST(:result AS TEXT[])) AS v(
-        seq, ladder_id, match_id, body_hash, played_at, recorded_at, quality, request, meta,
-        result)
-    RETURNING seq
+           CAST(v.request AS JSON), CAST(v.meta AS JSON), v.result_head || v.seq || v.result_tail,
+           NULL
+    -- nextval in the derived table's own list: once per row, in the arrays' order (a
+    -- volatile function keeps the table from being merged into the outer query).
+    FROM (
+        SELECT nextval(pg_get_serial_sequence('matches', 'seq')) AS seq, a.*
+        FROM unnest(CAST(:ladder_id AS VARCHAR[]), CAST(:match_id AS VARCHAR[]),
+                    CAST(:body_hash AS VARCHAR[]), CAST(:played_at AS TIMESTAMPTZ[]),
+                    CAST(:recorded_at AS TIMESTAMPTZ[]), CAST(:quality AS FLOAT8[]),
+                    CAST(:request AS TEXT[]), CAST(:meta AS TEXT[]),
+                    CAST(:result_head AS TEXT[]), CAST(:result_tail AS TEXT[])) AS a(
+            ladder_id, match_id, body_hash, played_at, recorded_at, quality, request, meta,
+            result_head, result_tail)
+    ) AS v
+    RETURNING seq, ladder_id, match_id
 ), played AS (
-    SELECT * FROM json_to_recordset(CAST(:participants AS JSON)) AS v(
-        match_seq BIGINT, player_id VARCHAR, ladder_id VARCHAR, team INTEGER,
-        position INTEGER, rank INTEGER, weight FLOAT8, mu_before FLOAT8, sigma_before FLOAT8,
-        mu_after FLOAT8, sigma_after FLOAT8, match_id VARCHAR, played_at TIMESTAMPTZ)
+    SELECT w.seq, v.* FROM json_to_recordset(CAST(:participants AS JSON)) AS v(
+        player_id VARCHAR, ladder_id VARCHAR, team INTEGER, position INTEGER, rank INTEGER,
+        weight FLOAT8, mu_before FLOAT8, sigma_before FLOAT8, mu_after FLOAT8,
+        sigma_after FLOAT8, match_id VARCHAR, played_at TIMESTAMPTZ)
+    JOIN matches_written AS w ON w.ladder_id = v.ladder_id AND w.match_id = v.match_id
 ), participants_written AS (
     INSERT INTO participants (match_seq, player_id, ladder_id, team, position, rank, weight,
                               mu_before, sigma_before, mu_after, sigma_after)
-    SELECT match_seq, player_id, ladder_id, team, position, rank, weight,
+    SELECT seq, player_id, ladder_id, team, position, rank, weight,
            mu_before, sigma_before, mu_after, sigma_after
     FROM played
 ), history_written AS (
     INSERT INTO rating_history (ladder_id, player_id, kind, match_seq, match_id, played_at,
                                 mu_before, sigma_before, mu_after, sigma_after)
-    SELECT ladder_id, player_id, 'match', match_seq, match_id, played_at,
+    SELECT ladder_id, player_id, 'match', seq, match_id, played_at,
            mu_before, sigma_before, mu_after, sigma_after
     FROM played
 ), ratings_written AS (
@@ -1230,13 +1260,30 @@ WITH matches_written AS (
         matches INTEGER, last_played_at TIMESTAMPTZ, updated_at TIMESTAMPTZ)
     WHERE t.ladder_id = v.ladder_id AND t.player_id = v.player_id
 )
-SELECT count(*) FROM matches_written
+SELECT seq, ladder_id, match_id FROM matches_written
 """
 )
 
 
 def _iso(value: datetime) -> str:
     return value.isoformat()
+
+
+def with_seqs(
+    seqs: Sequence[int],
+    matches: Sequence[Sequence[Any]],
+    participants: Sequence[Sequence[Any]],
+    history: Sequence[Sequence[Any]],
+) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """Rows of :func:`write_recorded` with their seqs in place of their slots, and each
+    match's result document whole."""
+    seq_matches = [
+        (seqs[row[0]], *row[1:9], f"{row[9][0]}{seqs[row[0]]}{row[9][1]}", *row[10:])
+        for row in matches
+    ]
+    seq_participants = [(seqs[row[0]], *row[1:]) for row in participants]
+    seq_history = [(*row[:3], seqs[row[3]], *row[4:]) for row in history]
+    return seq_matches, seq_participants, seq_history
 
 
 def write_recorded(
@@ -1246,27 +1293,33 @@ def write_recorded(
     participants: Sequence[Sequence[Any]],
     history: Sequence[Sequence[Any]],
     ratings: Mapping[str, Sequence[dict[str, Any]]],
-) -> None:
-    """Store rated matches: their rows of ``matches``, ``participants`` and
-    ``rating_history`` (tuples of :data:`MATCH_COLUMNS`, :data:`PARTICIPANT_COLUMNS` and
-    :data:`HISTORY_COLUMNS`, the match ids distinct) and the new
-    ratings of each ladder (rows for :func:`update_ratings`, by ladder id).
+) -> list[int]:
+    """Store rated matches and return their seqs, drawn in the order of ``matches``: their
+    rows of ``matches``, ``participants`` and ``rating_history`` (tuples of
+    :data:`MATCH_COLUMNS`, :data:`PARTICIPANT_COLUMNS` and :data:`HISTORY_COLUMNS`, the
+    match ids of a ladder distinct) where each seq is the match's place in ``matches``
+    and each result document the text before and after its seq; and the new ratings of
+    each ladder (rows for :func:`update_ratings`, by ladder id). The caller holds the
+    players' row locks, so the seqs order matches sharing a player as they were applied.
 
-    PostgreSQL: ONE statement (the rows as JSON, which PostgreSQL reads back exactly: a
-    float's repr is the shortest text that parses to it). A match_id recorded meanwhile by
-    another transaction fails it whole with an ``IntegrityError``. SQLite: one executemany
-    per table (the transaction holds the database's write lock)."""
+    PostgreSQL: ONE statement, drawing the seqs (the rows as arrays and JSON, which
+    PostgreSQL reads back exactly: a float's repr is the shortest text that parses to it).
+    A match_id recorded meanwhile by another transaction fails it whole with an
+    ``IntegrityError``. SQLite: one executemany per table (the transaction holds the
+    database's write lock, so the seqs after the largest are free)."""
     if not matches:
-        return
+        return []
     if _dialect(session) != "postgresql":
-        insert_values(session=session, table=_MATCHES, names=MATCH_COLUMNS, values=matches)
+        seqs = allocate_match_seqs(session=session, count=len(matches))
+        rows, members, histories = with_seqs(seqs, matches, participants, history)
+        insert_values(session=session, table=_MATCHES, names=MATCH_COLUMNS, values=rows)
         insert_values(
-            session=session, table=_PARTICIPANTS, names=PARTICIPANT_COLUMNS, values=participants
+            session=session, table=_PARTICIPANTS, names=PARTICIPANT_COLUMNS, values=members
         )
-        insert_values(session=session, table=_HISTORY, names=HISTORY_COLUMNS, values=history)
-        for ladder_id, rows in ratings.items():
-            update_ratings(session=session, ladder_id=ladder_id, rows=rows)
-        return
+        insert_values(session=session, table=_HISTORY, names=HISTORY_COLUMNS, values=histories)
+        for ladder_id, update in ratings.items():
+            update_ratings(session=session, ladder_id=ladder_id, rows=update)
+        return seqs
     # The matches as one array per column (their JSON documents go as text, cast by the
     # statement: a JSON value inside JSON would be decoded on the way, and PostgreSQL's
     # text cannot hold every string JSON can, such as "\u0000").
@@ -1274,26 +1327,33 @@ def write_recorded(
     parameters: dict[str, Any] = {
         name: list(values)
         for name, values in zip(MATCH_COLUMNS, columns, strict=True)
-        if name != "voided_at"
+        if name not in ("seq", "result", "voided_at")
     }
     parameters["request"] = [json_text(value) for value in parameters["request"]]
     parameters["meta"] = [json_text(value) for value in parameters["meta"]]
+    parameters["result_head"] = [head for head, _ in columns[MATCH_COLUMNS.index("result")]]
+    parameters["result_tail"] = [tail for _, tail in columns[MATCH_COLUMNS.index("result")]]
     played = []
     for p, h in zip(participants, history, strict=True):
-        doc = dict(zip(PARTICIPANT_COLUMNS, p, strict=True))
+        doc = dict(zip(PARTICIPANT_COLUMNS[1:], p[1:], strict=True))
         doc["match_id"] = h[4]
         doc["played_at"] = _iso(h[5])
         played.append(doc)
-    rating_docs = [
-        {
-            "ladder_id": ladder_id,
-            **row,
-            "last_played_at": _iso(row["last_played_at"]),
-            "updated_at": _iso(row["updated_at"]),
-        }
-        for ladder_id, rows in ratings.items()
-        for row in rows
-    ]
     parameters["participants"] = _json_rows(played)
-    parameters["ratings"] = _json_rows(rating_docs)
-    session.execute(_WRITE_MATCHES_SQL, parameters)
+    parameters["ratings"] = _json_rows(
+        [
+            {
+                "ladder_id": ladder_id,
+                **row,
+                "last_played_at": _iso(row["last_played_at"]),
+                "updated_at": _iso(row["updated_at"]),
+            }
+            for ladder_id, rows in ratings.items()
+            for row in rows
+        ]
+    )
+    drawn = {
+        (ladder_id, match_id): int(seq)
+        for seq, ladder_id, match_id in session.execute(_WRITE_MATCHES_SQL, parameters)
+    }
+    return [drawn[row[1], row[2]] for row in matches]
