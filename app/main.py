@@ -14,7 +14,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.api.metrics import MetricsMiddleware
 from app.api.ops import router as ops_router
 from app.api.ratelimit import RateLimitMiddleware
-from app.api.retry import TransactionRetryMiddleware
 from app.api.router import api_router
 from app.api.writer import GroupWriter
 from app.config import GC_TUNING_ENV, Settings, get_settings
@@ -161,8 +160,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     application.state.group_writer = GroupWriter(settings.write_group_max)
     application.include_router(api_router)
     application.include_router(ops_router)
-    # Innermost: a run lost to a deadlock is run again with the body read once above.
-    application.add_middleware(TransactionRetryMiddleware)
     # Added last, runs first: the metrics see every answer, the 413s included.
     application.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
     application.add_middleware(RateLimitMiddleware)  # off unless RATINGS_RATE_LIMIT_* says

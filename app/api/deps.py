@@ -1,9 +1,19 @@
-"""Dependencies shared by the routers: the request's session, the ladder, paging."""
+"""What the routers share: the request's access, its one transaction, paging, the time.
+
+Every route has one shape: its access (the Bearer key and the scope it needs: ``ReadAccess``,
+``WriteAccess``, ``AdminAccess``) and its inputs, and one call, :func:`answer`, that runs
+the key check and the route's work in ONE transaction (``app.storage.unit_of_work``: it
+commits, rolls back, and runs the work again after a lost deadlock or serialization
+conflict) in ONE trip to the thread pool, and renders what the work returned. The work
+loads the ladder it needs with :func:`ladder_of`. Each thread hand-off costs more on a
+busy worker than the queries of a short read, so nothing else of a request goes there.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from typing import Annotated, TypeVar
 
 from anyio import to_thread
@@ -13,72 +23,53 @@ from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
 from app.api.schemas import DEFAULT_PAGE, MAX_PAGE
-from app.api.security import presented_write_key, require_admin, require_read, require_write
+from app.api.security import Access, require_admin, require_read, require_write
 from app.services import ladders
-from app.storage.engine import get_session, is_read_only
+from app.storage import unit_of_work
+from app.storage.engine import is_read_only
 from app.storage.models import Ladder
 
 T = TypeVar("T")
 
-#: The request's session. Function scope: the transaction commits before the response is
-#: sent, so a client that has its 201 can read what it wrote.
-SessionDep = Annotated[Session, Depends(get_session, scope="function")]
+#: The access of a route that reads, records matches, or configures (admin).
+ReadAccess = Annotated[Access, Depends(require_read)]
+WriteAccess = Annotated[Access, Depends(require_write)]
+AdminAccess = Annotated[Access, Depends(require_admin)]
 
-
-def _ladder(
-    session: SessionDep,
-    ladder: Annotated[str, Path(description="The ladder's id.")],
-) -> Ladder:
-    return ladders.get_ladder(session=session, ladder_id=ladder)
-
-
-#: The ladder named in the path; an unknown one is a 404.
-LadderDep = Annotated[Ladder, Depends(_ladder)]
-
-#: The ladder's id from the path, for routes that load it in their own worker thread
-#: (:func:`answer`).
+#: The ladder's id from the path (loaded in the route's transaction: :func:`ladder_of`).
 LadderPath = Annotated[str, Path(description="The ladder's id.")]
 
 
+def ladder_of(session: Session, ladder_id: str) -> Ladder:
+    """The ladder named in the path; an unknown one is a 404. A read's is only looked at,
+    so it is read without being loaded into the session."""
+    return ladders.get_ladder(session=session, ladder_id=ladder_id, detached=is_read_only(session))
+
+
+def _checked(access: Access, work: Callable[[Session], T], session: Session) -> T:
+    access.check(session)
+    return work(session)
+
+
+async def run(access: Access, work: Callable[[Session], T]) -> T:
+    """Check the key and run ``work`` in one transaction, committed when it returns (run
+    again after a lost conflict), in one trip to the thread pool; its value."""
+    return await to_thread.run_sync(
+        partial(unit_of_work.run, partial(_checked, access, work), read_only=access.reads)
+    )
+
+
 async def answer(
-    session: Session,
-    ladder_id: str,
-    work: Callable[[Ladder], BaseModel],
-    *,
-    status_code: int = 200,
+    access: Access, work: Callable[[Session], BaseModel | str], *, status_code: int = 200
 ) -> Response:
-    """Load the ladder, run ``work`` on it, commit, and render the model it returns as JSON,
-    all in ONE trip to the thread pool.
-
-    A plain route with ``LadderDep`` costs a trip for the ladder, one for the route, one for
-    FastAPI's check of the returned model and one for the commit; each trip is a thread
-    hand-off, which on a busy worker costs more than the queries of a short read. The model
-    returned is built by the service from typed values, so it is rendered without being
-    validated again; the route's ``response_model`` still documents it.
-    """
-
-    def run() -> str:
-        # A read route's session is marked read-only by its key check: the ladder is then
-        # only looked at, and read without loading it into the session.
-        ladder = ladders.get_ladder(
-            session=session, ladder_id=ladder_id, detached=is_read_only(session)
-        )
-        text = work(ladder).model_dump_json()
-        session.commit()
-        return text
-
-    text = await to_thread.run_sync(run)
+    """:func:`run`, and the model ``work`` returned as JSON (or its JSON text as it is: a
+    stored result document goes out byte for byte). The model is built by the service from
+    typed values, so it is rendered without being validated again; the route's
+    ``response_model`` documents it."""
+    out = await run(access, work)
+    text = out if isinstance(out, str) else out.model_dump_json()
     return Response(content=text, status_code=status_code, media_type="application/json")
 
-
-#: Route guards (``dependencies=[...]``): reads, match recording, configuration.
-READ = [Depends(require_read)]
-WRITE = [Depends(require_write)]
-ADMIN = [Depends(require_admin)]
-
-#: The Bearer key of a write request, for a route that checks it in its own worker trip
-#: (the group writer, ``app.api.writer``); a missing key is a 401 at once.
-WriteKey = Annotated[str, Depends(presented_write_key)]
 
 Limit = Annotated[
     int, Query(ge=1, le=MAX_PAGE, description=f"Entries per page (at most {MAX_PAGE}).")

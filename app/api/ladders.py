@@ -6,7 +6,18 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
 
-from app.api.deps import ADMIN, LIMIT_DEFAULT, READ, Cursor, LadderDep, Limit, NowDep, SessionDep
+from app.api.deps import (
+    LIMIT_DEFAULT,
+    AdminAccess,
+    Cursor,
+    LadderPath,
+    Limit,
+    NowDep,
+    ReadAccess,
+    answer,
+    ladder_of,
+    run,
+)
 from app.api.schemas import LadderCreate, LadderOut, LadderPage, LadderUpdate, LadderUpdated
 from app.services import ladders, rerate
 
@@ -19,29 +30,33 @@ router = APIRouter(prefix="/ladders", tags=["ladders"])
     response_model=LadderOut,
     responses={200: {"description": "The ladder exists with this configuration already."}},
     summary="Create a ladder (admin)",
-    dependencies=ADMIN,
 )
-def create_ladder(
-    body: LadderCreate, session: SessionDep, response: Response, now: NowDep
-) -> LadderOut:
-    ladder, created = ladders.create_ladder(session=session, body=body, now=now)
-    if not created:
-        response.status_code = status.HTTP_200_OK
-    return ladder
+async def create_ladder(body: LadderCreate, access: AdminAccess, now: NowDep) -> Response:
+    ladder, created = await run(
+        access, lambda session: ladders.create_ladder(session=session, body=body, now=now)
+    )
+    return Response(
+        content=ladder.model_dump_json(),
+        status_code=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        media_type="application/json",
+    )
 
 
-@router.get("", response_model=LadderPage, summary="List ladders", dependencies=READ)
-def list_ladders(
-    session: SessionDep, limit: Limit = LIMIT_DEFAULT, cursor: Cursor = None
-) -> LadderPage:
-    return ladders.list_ladders(session=session, limit=limit, cursor=cursor)
+@router.get("", response_model=LadderPage, summary="List ladders")
+async def list_ladders(
+    access: ReadAccess, limit: Limit = LIMIT_DEFAULT, cursor: Cursor = None
+) -> Response:
+    return await answer(
+        access, lambda session: ladders.list_ladders(session=session, limit=limit, cursor=cursor)
+    )
 
 
-@router.get(
-    "/{ladder}", response_model=LadderOut, summary="A ladder with its counts", dependencies=READ
-)
-def get_ladder(ladder: LadderDep, session: SessionDep) -> LadderOut:
-    return ladders.ladder_view(session=session, ladder=ladder)
+@router.get("/{ladder}", response_model=LadderOut, summary="A ladder with its counts")
+async def get_ladder(ladder: LadderPath, access: ReadAccess) -> Response:
+    return await answer(
+        access,
+        lambda session: ladders.ladder_view(session=session, ladder=ladder_of(session, ladder)),
+    )
 
 
 @router.patch(
@@ -49,22 +64,28 @@ def get_ladder(ladder: LadderDep, session: SessionDep) -> LadderOut:
     response_model=LadderUpdated,
     responses={409: {"description": "New parameters without `rebuild`."}},
     summary="Change a ladder's parameters (with a rebuild) or description (admin)",
-    dependencies=ADMIN,
 )
-def update_ladder(
+async def update_ladder(
     body: LadderUpdate,
-    ladder: LadderDep,
-    session: SessionDep,
+    ladder: LadderPath,
+    access: AdminAccess,
     now: NowDep,
     rebuild: Annotated[
         bool, Query(description="Change the parameters and replay every match with them.")
     ] = False,
-) -> LadderUpdated:
+) -> Response:
     """Parameters named in `params` change (the others keep their values). That re-rates
     every recorded match, so it is refused with 409 unless `?rebuild=true` or
     `"rebuild": true` asks for it: then the parameters change and the whole ladder is
     replayed from its matches (voided ones left out, seeds at their places) in one
     transaction. A description alone changes without a rebuild."""
-    return rerate.update_ladder(
-        session=session, ladder=ladder, body=body, rebuild_now=rebuild, now=now
+    return await answer(
+        access,
+        lambda session: rerate.update_ladder(
+            session=session,
+            ladder=ladder_of(session, ladder),
+            body=body,
+            rebuild_now=rebuild,
+            now=now,
+        ),
     )

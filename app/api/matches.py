@@ -7,17 +7,17 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Request, Response, status
 
 from app.api.deps import (
-    ADMIN,
     LIMIT_DEFAULT,
-    READ,
-    WRITE,
+    AdminAccess,
     Cursor,
-    LadderDep,
     LadderPath,
     Limit,
     NowDep,
-    SessionDep,
-    WriteKey,
+    ReadAccess,
+    WriteAccess,
+    answer,
+    ladder_of,
+    run,
 )
 from app.api.metrics import MATCHES_RECORDED
 from app.api.schemas import (
@@ -59,14 +59,14 @@ def _json(text: str, status_code: int) -> Response:
     summary="Record a match (write)",
 )
 async def record_match(
-    body: MatchCreate, ladder: LadderPath, key: WriteKey, now: NowDep, request: Request
+    body: MatchCreate, ladder: LadderPath, access: WriteAccess, now: NowDep, request: Request
 ) -> Response:
     # Written with the other single matches waiting in this worker, in one transaction
     # (app.api.writer); the stored document goes out as it is (the response model only
     # documents it).
     writer: GroupWriter = request.app.state.group_writer
     text, created = await writer.record(
-        Submitted(ladder_id=ladder, key_digest=auth.hash_key(key), body=body, now=now)
+        Submitted(ladder_id=ladder, key_digest=auth.hash_key(access.key or ""), body=body, now=now)
     )
     if created:
         MATCHES_RECORDED.inc()
@@ -85,14 +85,20 @@ async def record_match(
         },
     },
     summary="Record up to 10,000 matches in order, all or nothing (write)",
-    dependencies=WRITE,
 )
-def record_batch(body: MatchBatch, ladder: LadderDep, session: SessionDep, now: NowDep) -> Response:
+async def record_batch(
+    body: MatchBatch, ladder: LadderPath, access: WriteAccess, now: NowDep
+) -> Response:
     """Apply the matches in list order in one transaction: either every one is recorded or
     none. Each result is exactly what `POST .../matches` answers for that match; a match_id
     recorded before with the same body gives its stored result and is not applied again.
     The ratings equal posting the matches one by one."""
-    results = recording.record_matches(session=session, ladder=ladder, bodies=body.matches, now=now)
+    results = await run(
+        access,
+        lambda session: recording.record_matches(
+            session=session, ladder=ladder_of(session, ladder), bodies=body.matches, now=now
+        ),
+    )
     MATCHES_RECORDED.inc(sum(1 for _, created in results if created))
     return _json('{"results":[' + ",".join(text for text, _ in results) + "]}", 201)
 
@@ -101,11 +107,10 @@ def record_batch(body: MatchBatch, ladder: LadderDep, session: SessionDep, now: 
     "",
     response_model=MatchPage,
     summary="Recorded matches, newest first",
-    dependencies=READ,
 )
-def list_matches(
-    ladder: LadderDep,
-    session: SessionDep,
+async def list_matches(
+    ladder: LadderPath,
+    access: ReadAccess,
     player: Annotated[
         str | None,
         Query(min_length=1, max_length=128, pattern=ID_PATTERN, description="Only this player's."),
@@ -113,28 +118,36 @@ def list_matches(
     limit: Limit = LIMIT_DEFAULT,
     cursor: Cursor = None,
 ) -> Response:
-    text = matches.list_matches(
-        session=session, ladder=ladder, player_id=player, limit=limit, cursor=cursor
+    return await answer(
+        access,
+        lambda session: matches.list_matches(
+            session=session,
+            ladder=ladder_of(session, ladder),
+            player_id=player,
+            limit=limit,
+            cursor=cursor,
+        ),
     )
-    return _json(text, 200)
 
 
-@router.get(
-    "/{match_id}", response_model=MatchResult, summary="A recorded match", dependencies=READ
-)
-def get_match(match_id: MatchIdPath, ladder: LadderDep, session: SessionDep) -> Response:
-    return _json(matches.match_result(session=session, ladder=ladder, match_id=match_id), 200)
+@router.get("/{match_id}", response_model=MatchResult, summary="A recorded match")
+async def get_match(match_id: MatchIdPath, ladder: LadderPath, access: ReadAccess) -> Response:
+    return await answer(
+        access,
+        lambda session: matches.match_result(
+            session=session, ladder=ladder_of(session, ladder), match_id=match_id
+        ),
+    )
 
 
 @router.delete(
     "/{match_id}",
     response_model=VoidResult,
     summary="Void a match and re-rate what it reached (admin)",
-    dependencies=ADMIN,
 )
-def void_match(
-    match_id: MatchIdPath, ladder: LadderDep, session: SessionDep, now: NowDep
-) -> VoidResult:
+async def void_match(
+    match_id: MatchIdPath, ladder: LadderPath, access: AdminAccess, now: NowDep
+) -> Response:
     """Void a match (cheating, a bad report): every later match it reaches (its players',
     then theirs, transitively) is re-rated as if it had never been played, so ratings,
     history and leaderboard equal a replay without it. In one transaction.
@@ -143,4 +156,9 @@ def void_match(
     had; it leaves its players' history and match counts (a player whose only match it was
     leaves the leaderboard). Voiding it again changes nothing and answers 200 with
     `already_voided: true`. Seeded ratings keep their place between a player's matches."""
-    return rerate.void_match(session=session, ladder=ladder, match_id=match_id, now=now)
+    return await answer(
+        access,
+        lambda session: rerate.void_match(
+            session=session, ladder=ladder_of(session, ladder), match_id=match_id, now=now
+        ),
+    )

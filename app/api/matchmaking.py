@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 
-from app.api.deps import READ, LadderDep, SessionDep
+from app.api.deps import LadderPath, ReadAccess, answer, ladder_of
 from app.api.schemas.matchmaking import MatchmakingOut, MatchmakingRequest
 from app.services.matchmaking import matchmake
 
@@ -15,9 +15,8 @@ router = APIRouter(prefix="/ladders/{ladder}", tags=["predictions"])
     "/matchmaking",
     response_model=MatchmakingOut,
     summary="Split players into the most balanced teams (read)",
-    dependencies=READ,
 )
-def matchmaking(body: MatchmakingRequest, ladder: LadderDep, session: SessionDep) -> MatchmakingOut:
+async def matchmaking(body: MatchmakingRequest, ladder: LadderPath, access: ReadAccess) -> Response:
     """Split `players` into `teams` teams of equal size (sizes differ by one where the count
     does not divide) with the highest match quality of the ladder's model.
 
@@ -31,4 +30,7 @@ def matchmaking(body: MatchmakingRequest, ladder: LadderDep, session: SessionDep
     Players the ladder does not know count at its prior. `quality` is exactly what
     `POST /v1/ladders/{ladder}/quality` answers for the returned teams. Nothing is written.
     """
-    return matchmake(session=session, ladder=ladder, body=body)
+    return await answer(
+        access,
+        lambda session: matchmake(session=session, ladder=ladder_of(session, ladder), body=body),
+    )

@@ -11,15 +11,15 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Response
 
 from app.api.deps import (
-    ADMIN,
     LIMIT_DEFAULT,
-    READ,
+    AdminAccess,
     Cursor,
     LadderPath,
     Limit,
     NowDep,
-    SessionDep,
+    ReadAccess,
     answer,
+    ladder_of,
 )
 from app.api.schemas import ID_PATTERN, HistoryPage, LeaderboardPage, PlayerOut, PlayerSeed
 from app.services import players
@@ -35,11 +35,10 @@ PlayerIdPath = Annotated[
     "/leaderboard",
     response_model=LeaderboardPage,
     summary="Players by conservative rating, highest first",
-    dependencies=READ,
 )
 async def leaderboard(
     ladder: LadderPath,
-    session: SessionDep,
+    access: ReadAccess,
     limit: Limit = LIMIT_DEFAULT,
     cursor: Cursor = None,
     min_matches: Annotated[
@@ -47,22 +46,24 @@ async def leaderboard(
     ] = 0,
 ) -> Response:
     return await answer(
-        session,
-        ladder,
-        lambda found: players.leaderboard(
-            session=session, ladder=found, limit=limit, cursor=cursor, min_matches=min_matches
+        access,
+        lambda session: players.leaderboard(
+            session=session,
+            ladder=ladder_of(session, ladder),
+            limit=limit,
+            cursor=cursor,
+            min_matches=min_matches,
         ),
     )
 
 
-@router.get(
-    "/players/{player_id}", response_model=PlayerOut, summary="A player's rating", dependencies=READ
-)
-async def get_player(player_id: PlayerIdPath, ladder: LadderPath, session: SessionDep) -> Response:
+@router.get("/players/{player_id}", response_model=PlayerOut, summary="A player's rating")
+async def get_player(player_id: PlayerIdPath, ladder: LadderPath, access: ReadAccess) -> Response:
     return await answer(
-        session,
-        ladder,
-        lambda found: players.get_player(session=session, ladder=found, player_id=player_id),
+        access,
+        lambda session: players.get_player(
+            session=session, ladder=ladder_of(session, ladder), player_id=player_id
+        ),
     )
 
 
@@ -70,16 +71,18 @@ async def get_player(player_id: PlayerIdPath, ladder: LadderPath, session: Sessi
     "/players/{player_id}",
     response_model=PlayerOut,
     summary="Seed or import a player's rating (admin)",
-    dependencies=ADMIN,
 )
 async def seed_player(
-    player_id: PlayerIdPath, body: PlayerSeed, ladder: LadderPath, session: SessionDep, now: NowDep
+    player_id: PlayerIdPath, body: PlayerSeed, ladder: LadderPath, access: AdminAccess, now: NowDep
 ) -> Response:
     return await answer(
-        session,
-        ladder,
-        lambda found: players.seed_player(
-            session=session, ladder=found, player_id=player_id, body=body, now=now
+        access,
+        lambda session: players.seed_player(
+            session=session,
+            ladder=ladder_of(session, ladder),
+            player_id=player_id,
+            body=body,
+            now=now,
         ),
     )
 
@@ -88,19 +91,21 @@ async def seed_player(
     "/players/{player_id}/history",
     response_model=HistoryPage,
     summary="A player's rating changes, newest first",
-    dependencies=READ,
 )
 async def player_history(
     player_id: PlayerIdPath,
     ladder: LadderPath,
-    session: SessionDep,
+    access: ReadAccess,
     limit: Limit = LIMIT_DEFAULT,
     cursor: Cursor = None,
 ) -> Response:
     return await answer(
-        session,
-        ladder,
-        lambda found: players.player_history(
-            session=session, ladder=found, player_id=player_id, limit=limit, cursor=cursor
+        access,
+        lambda session: players.player_history(
+            session=session,
+            ladder=ladder_of(session, ladder),
+            player_id=player_id,
+            limit=limit,
+            cursor=cursor,
         ),
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from app.api.deps import READ, LadderPath, SessionDep, answer
+from app.api.deps import LadderPath, ReadAccess, answer, ladder_of
 from app.api.schemas import QualityOut, QualityRequest
 from app.services import predictions
 
@@ -15,10 +15,11 @@ router = APIRouter(prefix="/ladders/{ladder}", tags=["predictions"])
     "/quality",
     response_model=QualityOut,
     summary="Quality of proposed teams (read)",
-    dependencies=READ,
 )
-async def quality(body: QualityRequest, ladder: LadderPath, session: SessionDep) -> Response:
-    # Loads the ladder, predicts and commits in one trip to the thread pool.
+async def quality(body: QualityRequest, ladder: LadderPath, access: ReadAccess) -> Response:
     return await answer(
-        session, ladder, lambda found: predictions.predict(session=session, ladder=found, body=body)
+        access,
+        lambda session: predictions.predict(
+            session=session, ladder=ladder_of(session, ladder), body=body
+        ),
     )

@@ -4,9 +4,9 @@ and check it (``app.services.auth``) against the scope a route needs."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Annotated
 
-from anyio import to_thread
 from fastapi import Depends
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
@@ -14,7 +14,6 @@ from sqlalchemy.orm import Session
 from app.config import get_settings
 from app.errors import Unauthorized
 from app.services.auth import SCOPE_RANK, authenticate, too_weak, unknown_key
-from app.storage.engine import get_session, mark_read_only
 from app.storage.models import ApiKey
 
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="ratings"'}
@@ -35,12 +34,8 @@ def _missing(needed: str) -> Unauthorized:
     )
 
 
-def _authorize(
-    session: Session, credentials: HTTPAuthorizationCredentials | None, needed: str
-) -> ApiKey:
-    if credentials is None or not credentials.credentials:
-        raise _missing(needed)
-    row = authenticate(session, credentials.credentials)
+def _authorize(session: Session, key: str, needed: str) -> ApiKey:
+    row = authenticate(session, key)
     if row is None:
         raise unknown_key()
     if SCOPE_RANK.get(row.scope, -1) < SCOPE_RANK[needed]:
@@ -48,45 +43,45 @@ def _authorize(
     return row
 
 
-async def presented_write_key(credentials: Credentials) -> str:
-    """FastAPI dependency: the Bearer key of a write request, not yet checked.
+@dataclass(frozen=True, slots=True)
+class Access:
+    """A request's Bearer key, not yet checked, and the scope its route needs. The key is
+    checked in the route's own transaction (:meth:`check`, ``app.api.deps.answer``), so
+    a request costs one trip to the thread pool; a missing key is a 401 at once. ``key``
+    is None on a read open to all (``RATINGS_REQUIRE_READ_KEY`` false)."""
 
-    For routes that check it (:func:`app.services.auth.check_key`) in their own trip to the
-    thread pool, in the statement that reads their first rows: a missing key is a 401 here,
-    at once.
-    """
-    if credentials is None or not credentials.credentials:
-        raise _missing("write")
-    return credentials.credentials
+    key: str | None
+    needed: str
+
+    @property
+    def reads(self) -> bool:
+        """Whether the route only reads (on SQLite its transaction takes no write lock)."""
+        return self.needed == "read"
+
+    def check(self, session: Session) -> None:
+        """The key allows the route, or its 401 or 403."""
+        if self.key is not None:
+            _authorize(session, self.key, self.needed)
 
 
-def _requirement(needed: str) -> Callable[..., Awaitable[ApiKey | None]]:
-    async def dependency(
-        credentials: Credentials,
-        # The route's own session (same dependency, same scope, so FastAPI hands both the
-        # one instance): a second transaction would queue behind the first on SQLite.
-        session: Annotated[Session, Depends(get_session, scope="function")],
-    ) -> ApiKey | None:
-        # Asynchronous, so that open reads and requests without a key are answered without a
-        # trip to the thread pool; only the key lookup itself runs in a worker thread.
-        if needed == "read":
-            # Routes open to read keys only read: on SQLite their transaction then takes no
-            # write lock.
-            mark_read_only(session)
-            if not get_settings().require_read_key:
-                return None
+def _access(needed: str) -> Callable[..., Awaitable[Access]]:
+    async def dependency(credentials: Credentials) -> Access:
+        # Asynchronous: no trip to the thread pool; the key is checked in the route's
+        # transaction.
+        if needed == "read" and not get_settings().require_read_key:
+            return Access(None, needed)
         if credentials is None or not credentials.credentials:
             raise _missing(needed)
-        return await to_thread.run_sync(_authorize, session, credentials, needed)
+        return Access(credentials.credentials, needed)
 
     dependency.__name__ = f"require_{needed}"
-    dependency.__doc__ = f"FastAPI dependency: a valid key of scope {needed} or higher."
+    dependency.__doc__ = f"FastAPI dependency: the Bearer key of a route of scope {needed}."
     return dependency
 
 
 #: Reads: open unless ``RATINGS_REQUIRE_READ_KEY`` is set; then any active key.
-require_read = _requirement("read")
+require_read = _access("read")
 #: Recording matches: a key of scope write or admin.
-require_write = _requirement("write")
+require_write = _access("write")
 #: Ladder configuration, rating seeds, voiding: an admin key.
-require_admin = _requirement("admin")
+require_admin = _access("admin")

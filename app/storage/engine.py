@@ -1,7 +1,7 @@
 """Engine, sessions and schema migrations.
 
-One request is one transaction: :func:`get_session` commits when the route returns and
-rolls back when it raises; repositories and services only flush.
+A transaction is begun, committed, rolled back and run again in one place,
+``app.storage.unit_of_work``; repositories and services only flush.
 
 SQLite: write-ahead log, a busy timeout, foreign keys on, and ``BEGIN IMMEDIATE`` for every
 transaction (the SQLAlchemy "pysqlite serializable" recipe), so writers queue for the
@@ -16,19 +16,15 @@ import fcntl
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import anyio
-from anyio import to_thread
 from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
-from starlette.requests import Request
 
 from app.config import get_settings
 
@@ -291,52 +287,6 @@ def writer_turn(session: Session) -> Iterator[None]:
             fcntl.flock(descriptor, fcntl.LOCK_UN)
         if turn:
             lock.release()
-
-
-def _finish(session: Session, *, commit: bool, close: bool) -> None:
-    try:
-        if commit:
-            session.commit()
-        else:
-            session.rollback()
-    finally:
-        if close:
-            session.close()
-
-
-async def get_session(request: Request) -> AsyncIterator[Session]:
-    """FastAPI dependency: one request, one transaction (commit on success, else roll back).
-
-    Every use of this dependency in one request shares one session (kept on
-    ``request.state``), whatever its dependency scope: the key check and the route write in
-    the same transaction, and on SQLite a second transaction could never get the write lock.
-    Each use commits when it exits cleanly; the function-scoped use in the routes exits first,
-    so the transaction is committed before the response is sent.
-
-    Asynchronous on purpose: making a session does no I/O (it connects at its first query,
-    in the route's worker thread), and a route that committed in its own worker thread
-    leaves nothing to do here. Otherwise the commit takes one trip to the thread pool. Every
-    trip costs a thread hand-off, which on a busy worker is a large share of a short request.
-    """
-    session: Session | None = getattr(request.state, "db_session", None)
-    owner = session is None
-    if session is None:
-        session = SessionLocal()
-        request.state.db_session = session
-    try:
-        yield session
-    except BaseException:
-        # Shielded: a client that went away must not leave the connection checked out.
-        with anyio.CancelScope(shield=True):
-            await to_thread.run_sync(partial(_finish, session, commit=False, close=owner))
-        raise
-    if session.in_transaction():
-        with anyio.CancelScope(shield=True):
-            await to_thread.run_sync(partial(_finish, session, commit=True, close=owner))
-    elif owner:
-        # Committed by the route already, so the
-        # connection is back in the pool: closing does no I/O.
-        session.close()
 
 
 # Alembic (with Mako and Pygments) is imported only by the functions that migrate: a worker

@@ -8,12 +8,13 @@ from typing import Any
 
 import httpx
 import pytest
-from fastapi import APIRouter, Depends, FastAPI
+from fastapi import APIRouter, FastAPI
 from fastapi.testclient import TestClient
 from pydantic import BaseModel, Field, field_validator
 from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session
 
-from app.api import security
+from app.api import deps
 from app.config import get_settings
 from app.main import create_app
 from app.rating.base import RatingInputError
@@ -36,18 +37,25 @@ class Numbers(BaseModel):
         return teams
 
 
-@probe.get("/read", dependencies=[Depends(security.require_read)])
-def probe_read() -> dict[str, str]:
+def _nothing(session: Session) -> None:
+    return None
+
+
+@probe.get("/read")
+async def probe_read(access: deps.ReadAccess) -> dict[str, str]:
+    await deps.run(access, _nothing)
     return {"scope": "read"}
 
 
-@probe.post("/write", dependencies=[Depends(security.require_write)])
-def probe_write() -> dict[str, str]:
+@probe.post("/write")
+async def probe_write(access: deps.WriteAccess) -> dict[str, str]:
+    await deps.run(access, _nothing)
     return {"scope": "write"}
 
 
-@probe.post("/admin", dependencies=[Depends(security.require_admin)])
-def probe_admin() -> dict[str, str]:
+@probe.post("/admin")
+async def probe_admin(access: deps.AdminAccess) -> dict[str, str]:
+    await deps.run(access, _nothing)
     return {"scope": "admin"}
 
 

@@ -11,7 +11,7 @@ file to let the commit go through.
 ``conflict-after-history`` makes the first ``RATINGS_FAULT_TIMES`` (default 1) transactions
 that write a match's history fail right after with a real serialization failure (SQLSTATE
 40001; on SQLite "database is locked"), as if they had lost a conflict with another
-transaction, to prove that such a request is run again (``app/api/retry.py``).
+transaction, to prove that such a transaction is run again (``app/storage/unit_of_work.py``).
 
 It works from SQLAlchemy engine events, so no code path of the service changes: an
 ``after_cursor_execute`` listener notes on the connection that a match's history or new
