@@ -1,9 +1,8 @@
 """A transaction that loses a deadlock or a serialization conflict is run again, at most
 three times in all, and counted (app/storage/unit_of_work.py); the match is applied exactly
-once. The
-conflicts are real database errors raised by the fault hook (tests/reliability/faults.py)
-right after the match's history rows are written: SQLSTATE 40001 on PostgreSQL, "database
-is locked" on SQLite."""
+once. The conflicts are real database errors raised by the fault hook
+(tests/reliability/faults.py) right after the match's history rows are written: SQLSTATE
+40001 on PostgreSQL, "database is locked" on SQLite."""
 
 from __future__ import annotations
 
