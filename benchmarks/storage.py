@@ -7,7 +7,7 @@
 
 For each shape, a fresh database (a temporary SQLite file; with ``--postgres-url``, also a
 scratch PostgreSQL database created through that URL and dropped after), migrated with
-Alembic, given one ladder (``bench``), then loaded through ``app.importer.import_matches``
+Alembic, given one ladder (``bench``), then loaded through ``app.services.importer.import_matches``
 (what ``ratings import`` runs: the batch path ``recording.record_matches``, a chunk per
 transaction), so the rows are exactly the ones the service writes. Shapes:
 
@@ -57,11 +57,11 @@ if str(ROOT) not in sys.path:
 from sqlalchemy import UniqueConstraint  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
-from app import services  # noqa: E402
-from app.db import dispose_engines, get_engine, session_factory, upgrade  # noqa: E402
-from app.importer import import_matches  # noqa: E402
-from app.models import Base  # noqa: E402
-from app.schemas import LadderCreate  # noqa: E402
+from app.api.schemas import LadderCreate  # noqa: E402
+from app.services import ladders  # noqa: E402
+from app.services.importer import import_matches  # noqa: E402
+from app.storage.engine import dispose_engines, get_engine, session_factory, upgrade  # noqa: E402
+from app.storage.models import Base  # noqa: E402
 from benchmarks.databases import fresh_database, print_table  # noqa: E402
 
 DEFAULT_FOOTBALL = Path("../shared/data/intl_football.jsonl")
@@ -139,7 +139,7 @@ def load(url: str, lines: list[str], algorithm: str, chunk: int, folder: str) ->
     upgrade(url)
     sessions = session_factory(get_engine(url))
     with sessions() as session:
-        services.create_ladder(
+        ladders.create_ladder(
             session=session,
             body=LadderCreate(id=LADDER, algorithm=algorithm),
             now=datetime.now(UTC),
