@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -190,6 +191,37 @@ def test_plots_are_written(
     ]
     for p in out.iterdir():
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
+
+
+@pytest.mark.parametrize(
+    ("package", "command"),
+    [
+        ("scipy", ["fit", "{file}", "--algorithm", "elo"]),
+        ("matplotlib", ["evaluate", "{file}", "--algorithms", "elo", "--plots", "{figures}"]),
+    ],
+)
+def test_a_missing_extra_is_named_not_a_traceback(
+    write_matches: WriteMatches,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    package: str,
+    command: list[str],
+) -> None:
+    from app.cli.main import main as ratings
+
+    path = write_matches(_league(9, 20))
+    figures = tmp_path / "figures"
+    monkeypatch.setitem(sys.modules, package, None)  # what an install without the extra sees
+    argv = [arg.format(file=path, figures=figures) for arg in command]
+    assert ratings(argv) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"ratings: {command[0] if package == 'scipy' else '--plots'} needs {package}, "
+        "which is not installed: pip install 'ratings[eval]'\n"
+    )
+    assert not figures.exists()  # refused before any replay
 
 
 def test_the_commands_plug_into_the_ratings_parser(
