@@ -45,6 +45,11 @@ def _not_installed(what: str, package: str) -> int | None:
     return None
 
 
+def _wanted(flag: bool) -> bool:
+    """Progress on stderr with ``--progress`` or when stderr is a terminal."""
+    return flag or sys.stderr.isatty()
+
+
 def _percent(value: float) -> str:
     return "-" if not math.isfinite(value) else f"{100.0 * value:.2f}%"
 
@@ -110,7 +115,6 @@ def _table(rows: list[dict[str, Any]], markdown: bool) -> str:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """Replay each file with each algorithm, predicting before every match; print metrics."""
     from app.evaluation.metrics import json_safe
-    from app.evaluation.progress import wanted
     from app.evaluation.runner import evaluate_file
 
     names = [n.strip() for n in args.algorithms.split(",") if n.strip()]
@@ -123,7 +127,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     if args.plots and (status := _not_installed("--plots", "matplotlib")) is not None:
         return status
-    progress = wanted(args.progress)
+    progress = _wanted(args.progress)
     rows: list[dict[str, Any]] = []
     notes: list[str] = []
     for path in args.files:
@@ -170,11 +174,10 @@ def cmd_fit(args: argparse.Namespace) -> int:
         return status
     from app.evaluation.fit import fit
     from app.evaluation.metrics import json_safe
-    from app.evaluation.progress import wanted
 
     if args.algorithm not in NAMES:
         return _fail(f"unknown algorithm {args.algorithm!r}: choose from {', '.join(NAMES)}")
-    verbose = wanted(args.progress)
+    verbose = _wanted(args.progress)
 
     def report(count: int, values: dict[str, float], loss: float) -> None:
         if verbose:

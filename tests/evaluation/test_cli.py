@@ -96,6 +96,22 @@ def test_evaluate_tables(
     assert "40 matches" in captured.err
 
 
+def test_progress_goes_to_stderr_only_when_asked(
+    write_matches: WriteMatches, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_matches(_league(10, 300))
+    command = ["evaluate", str(path), "--algorithms", "elo,trueskill", "--format", "json"]
+    assert main(command) == 0
+    quiet = capsys.readouterr()
+    assert "%" not in quiet.err  # stderr is no terminal here: no bar unless asked
+    assert main([*command, "--progress"]) == 0
+    shown = capsys.readouterr()
+    assert len(json.loads(shown.out)["results"]) == 2  # stdout holds the JSON alone
+    for name in ("elo", "trueskill"):
+        final = [part for part in shown.err.split("\r") if part.startswith(name)][-1]
+        assert "100%" in final and "300/300" in final, final
+
+
 def test_a_malformed_file_exits_2_naming_the_line(
     write_matches: WriteMatches, capsys: pytest.CaptureFixture[str]
 ) -> None:
