@@ -4,15 +4,20 @@
 # prints an admin key to the log once; more keys: `docker run ... ratings keys create ...`.
 # The project is installed as any package is (`pip install .`, not `-e`): the wheel carries
 # the Alembic scripts (app/migrations). It goes into a virtual environment in a build stage,
-# and only that environment is copied into the image, never the source tree.
+# and only that environment is copied into the image, never the source tree. Its
+# dependencies are the pinned, hash-checked versions of requirements-runtime.lock (no test
+# or evaluation packages); the project itself follows without resolving them again, and
+# `pip check` stops the build if the lock lacks one.
 FROM python:3.11-slim AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY requirements-runtime.lock pyproject.toml README.md ./
 COPY app ./app
 # The environment gets no pip of its own: the image does not need one to run.
 RUN python -m venv --without-pip /opt/ratings \
-    && pip --python /opt/ratings/bin/python install .
+    && pip --python /opt/ratings/bin/python install --require-hashes -r requirements-runtime.lock \
+    && pip --python /opt/ratings/bin/python install --no-deps . \
+    && pip --python /opt/ratings/bin/python check
 
 FROM python:3.11-slim
 
