@@ -3,12 +3,15 @@
 ``add_parsers(subparsers)`` registers both on the ``ratings`` parser; each handler
 (``func`` and ``handler`` in the parsed namespace) returns the exit status: 0 on
 success, 2 for unusable input (a malformed match file, whose message names the line,
-or bad ``--params``), with the message on stderr. ``main(argv)`` runs them standalone.
+or bad ``--params``), 1 when the optional ``eval`` extra that ``fit`` (scipy) or
+``--plots`` (matplotlib) needs is not installed, with the message on stderr.
+``main(argv)`` runs them standalone.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import sys
@@ -21,11 +24,30 @@ from app.evaluation.presets import DEFAULT_ALGORITHMS, NAMES
 from app.rating.base import RatingInputError
 
 _EXIT_INPUT = 2
+_EXIT_NOT_INSTALLED = 1
+#: What installs the packages that ``fit`` and ``--plots`` need beyond the service.
+EVAL_EXTRA = "pip install 'ratings[eval]'"
 
 
-def _fail(message: str) -> int:
+def _fail(message: str, status: int = _EXIT_INPUT) -> int:
     print(f"ratings: {message}", file=sys.stderr)
-    return _EXIT_INPUT
+    return status
+
+
+def _not_installed(what: str, package: str) -> int | None:
+    """None when ``package`` imports; otherwise report that ``what`` needs the extra."""
+    try:
+        importlib.import_module(package)
+    except ImportError:
+        return _fail(
+            f"{what} needs {package}, which is not installed: {EVAL_EXTRA}", _EXIT_NOT_INSTALLED
+        )
+    return None
+
+
+def _wanted(flag: bool) -> bool:
+    """Progress on stderr with ``--progress`` or when stderr is a terminal."""
+    return flag or sys.stderr.isatty()
 
 
 def _percent(value: float) -> str:
@@ -93,7 +115,6 @@ def _table(rows: list[dict[str, Any]], markdown: bool) -> str:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """Replay each file with each algorithm, predicting before every match; print metrics."""
     from app.evaluation.metrics import json_safe
-    from app.evaluation.progress import wanted
     from app.evaluation.runner import evaluate_file
 
     names = [n.strip() for n in args.algorithms.split(",") if n.strip()]
@@ -104,7 +125,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         params = _parse_params(args.params)
     except ValueError as exc:
         return _fail(str(exc))
-    progress = wanted(args.progress)
+    if args.plots and (status := _not_installed("--plots", "matplotlib")) is not None:
+        return status
+    progress = _wanted(args.progress)
     rows: list[dict[str, Any]] = []
     notes: list[str] = []
     for path in args.files:
@@ -147,13 +170,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def cmd_fit(args: argparse.Namespace) -> int:
     """Fit an algorithm's parameters on the earlier part of a file; compare on the rest."""
+    if (status := _not_installed("fit", "scipy")) is not None:
+        return status
     from app.evaluation.fit import fit
     from app.evaluation.metrics import json_safe
-    from app.evaluation.progress import wanted
 
     if args.algorithm not in NAMES:
         return _fail(f"unknown algorithm {args.algorithm!r}: choose from {', '.join(NAMES)}")
-    verbose = wanted(args.progress)
+    verbose = _wanted(args.progress)
 
     def report(count: int, values: dict[str, float], loss: float) -> None:
         if verbose:

@@ -25,6 +25,7 @@ from typing import IO, TextIO
 
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
+from tqdm import tqdm
 
 from app.api.schemas import MAX_BATCH, MatchCreate
 from app.errors import ProblemError
@@ -58,30 +59,6 @@ class Summary:
             f"matches read {self.read:,}, recorded {self.recorded:,}, skipped (already "
             f"recorded) {self.skipped:,}, in {self.seconds:.2f} s, {self.rate:,.0f} matches/s"
         )
-
-
-class Progress:
-    """A one-line progress bar on a terminal: share of the file read, matches, speed."""
-
-    WIDTH = 30
-
-    def __init__(self, stream: TextIO, total_bytes: int) -> None:
-        self.stream = stream
-        self.total = max(total_bytes, 1)
-        self.started = time.perf_counter()
-
-    def show(self, done_bytes: int, matches: int) -> None:
-        share = min(done_bytes / self.total, 1.0)
-        filled = int(share * self.WIDTH)
-        elapsed = time.perf_counter() - self.started
-        speed = matches / elapsed if elapsed > 0 else 0.0
-        bar = "#" * filled + "." * (self.WIDTH - filled)
-        self.stream.write(f"\r[{bar}] {share:4.0%} {matches:,} matches {speed:,.0f}/s")
-        self.stream.flush()
-
-    def close(self) -> None:
-        self.stream.write("\n")
-        self.stream.flush()
 
 
 def _open(path: Path) -> tuple[IO[bytes], TextIO]:
@@ -208,7 +185,10 @@ def import_matches(
     stream: TextIO | None = None,
 ) -> Summary:
     """Import ``path`` into ``ladder_id``; ``progress`` None: a bar when ``stream`` (stderr)
-    is a terminal. Raises ``ImportFailed`` on a bad line, after committing earlier chunks."""
+    is a terminal. Raises ``ImportFailed`` on a bad line, after committing earlier chunks.
+
+    The bar measures the bytes of the file read so far (compressed bytes for ``.gz``), the
+    one total known before the end, and shows the matches recorded beside it."""
     if not 1 <= chunk <= MAX_BATCH:
         raise ImportFailed(f"--chunk: must be 1 to {MAX_BATCH}")
     stream = stream or sys.stderr
@@ -216,7 +196,14 @@ def import_matches(
     started = time.perf_counter()
     raw, lines = _open(path)
     show = stream.isatty() if progress is None else progress
-    bar = Progress(stream, os.fstat(raw.fileno()).st_size) if show else None
+    bar = tqdm(
+        total=os.fstat(raw.fileno()).st_size,
+        unit="B",
+        unit_scale=True,
+        unit_divisor=1024,
+        file=stream,
+        disable=not show,
+    )
     reader = _Reader(raw, lines, chunk)
     try:
         for parsed in reader:
@@ -224,14 +211,14 @@ def import_matches(
             numbers = [number for number, _ in part]
             summary.read += len(part)
             _import_chunk(sessions, ladder_id, [body for _, body in part], numbers, summary)
-            if bar is not None:
-                bar.show(parsed.position, summary.read)
+            speed = summary.read / (time.perf_counter() - started)
+            bar.set_postfix_str(f"{summary.read:,} matches, {speed:,.0f}/s", refresh=False)
+            bar.update(parsed.position - bar.n)
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise ImportFailed(f"{path}: cannot be read: {exc}") from None
     finally:
         reader.close()
-        if bar is not None:
-            bar.close()
+        bar.close()
         lines.close()
         summary.seconds = time.perf_counter() - started
     return summary

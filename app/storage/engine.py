@@ -31,8 +31,9 @@ from app.config import get_settings
 if TYPE_CHECKING:
     from alembic.config import Config
 
-#: The project root: alembic.ini and migrations/ live there.
-ROOT = Path(__file__).resolve().parents[2]
+#: The Alembic scripts (env.py, versions/), shipped inside the package so that an installed
+#: copy migrates without the source tree.
+MIGRATIONS = Path(__file__).resolve().parents[1] / "migrations"
 
 #: A pooled PostgreSQL connection idle for longer than this (seconds) is pinged before use.
 PING_AFTER_IDLE_S = 5.0
@@ -294,12 +295,14 @@ def writer_turn(session: Session) -> Iterator[None]:
 
 
 def alembic_config(url: str | None = None) -> Config:
-    """The Alembic configuration for ``url`` (default: the settings' database URL)."""
+    """The Alembic configuration for ``url`` (default: the settings' database URL).
+
+    Built here rather than read from alembic.ini, which serves the ``alembic`` command in a
+    source tree (new revisions) and is not installed: upgrading needs only the scripts."""
     from alembic.config import Config
 
-    ini = ROOT / "alembic.ini"
-    config = Config(str(ini)) if ini.exists() else Config()
-    config.set_main_option("script_location", str(ROOT / "migrations"))
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
     config.attributes["url"] = normalize_url(url or get_settings().database_url)
     return config
 
@@ -340,11 +343,11 @@ def _revisions(source: str) -> tuple[str | None, tuple[str, ...]]:
 
 
 def migration_heads() -> set[str]:
-    """The newest revisions of ``migrations/versions`` (the ones no migration follows), read
-    from the files themselves, as ``alembic heads`` would list them."""
+    """The newest revisions of ``app/migrations/versions`` (the ones no migration follows),
+    read from the files themselves, as ``alembic heads`` would list them."""
     revisions: set[str] = set()
     followed: set[str] = set()
-    for path in (ROOT / "migrations" / "versions").glob("*.py"):
+    for path in (MIGRATIONS / "versions").glob("*.py"):
         revision, parents = _revisions(path.read_text(encoding="utf-8"))
         if revision is not None:
             revisions.add(revision)

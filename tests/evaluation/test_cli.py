@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,22 @@ def test_evaluate_tables(
     assert len(lines) == (4 if fmt == "markdown" else 3)
     assert "plackett_luce" in lines[-1] and "%" in lines[-1]
     assert "40 matches" in captured.err
+
+
+def test_progress_goes_to_stderr_only_when_asked(
+    write_matches: WriteMatches, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_matches(_league(10, 300))
+    command = ["evaluate", str(path), "--algorithms", "elo,trueskill", "--format", "json"]
+    assert main(command) == 0
+    quiet = capsys.readouterr()
+    assert "%" not in quiet.err  # stderr is no terminal here: no bar unless asked
+    assert main([*command, "--progress"]) == 0
+    shown = capsys.readouterr()
+    assert len(json.loads(shown.out)["results"]) == 2  # stdout holds the JSON alone
+    for name in ("elo", "trueskill"):
+        final = [part for part in shown.err.split("\r") if part.startswith(name)][-1]
+        assert "100%" in final and "300/300" in final, final
 
 
 def test_a_malformed_file_exits_2_naming_the_line(
@@ -190,6 +207,37 @@ def test_plots_are_written(
     ]
     for p in out.iterdir():
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
+
+
+@pytest.mark.parametrize(
+    ("package", "command"),
+    [
+        ("scipy", ["fit", "{file}", "--algorithm", "elo"]),
+        ("matplotlib", ["evaluate", "{file}", "--algorithms", "elo", "--plots", "{figures}"]),
+    ],
+)
+def test_a_missing_extra_is_named_not_a_traceback(
+    write_matches: WriteMatches,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    package: str,
+    command: list[str],
+) -> None:
+    from app.cli.main import main as ratings
+
+    path = write_matches(_league(9, 20))
+    figures = tmp_path / "figures"
+    monkeypatch.setitem(sys.modules, package, None)  # what an install without the extra sees
+    argv = [arg.format(file=path, figures=figures) for arg in command]
+    assert ratings(argv) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"ratings: {command[0] if package == 'scipy' else '--plots'} needs {package}, "
+        "which is not installed: pip install 'ratings[eval]'\n"
+    )
+    assert not figures.exists()  # refused before any replay
 
 
 def test_the_commands_plug_into_the_ratings_parser(

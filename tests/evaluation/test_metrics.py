@@ -189,19 +189,3 @@ def test_teams_are_ordered_by_summed_ratings_for_elo_too(write_matches: WriteMat
     assert run.wrong.tolist() == [0, 1]
     # Elo's own win probability compares the team means: a is the favourite.
     assert run.p_first[1] < 0.5
-
-
-def test_progress_draws_only_when_wanted() -> None:
-    import io
-
-    from app.evaluation.progress import Progress, wanted
-
-    stream = io.StringIO()
-    bar = Progress(3, "x", enabled=True, stream=stream)
-    bar.update(3)
-    bar.close()
-    assert stream.getvalue() == "\rx [" + "#" * 30 + "] 3/3\n"
-    quiet = io.StringIO()
-    Progress(3, "x", enabled=False, stream=quiet).close()
-    assert quiet.getvalue() == ""
-    assert not wanted(False, io.StringIO()) and wanted(True, io.StringIO())

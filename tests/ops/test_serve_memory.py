@@ -18,8 +18,9 @@ from app.cli import server
 from app.cli.base import CommandError
 from app.cli.main import main
 from app.config import GC_TUNING_ENV
-from app.storage.engine import ROOT
 from tests.ops.test_cli import serve, stop, wait_until_up
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _mark_environment() -> int:

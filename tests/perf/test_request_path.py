@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 from alembic.script import ScriptDirectory
@@ -19,7 +20,6 @@ from sqlalchemy.pool import NullPool
 from app.config import get_settings
 from app.services import auth
 from app.storage.engine import (
-    ROOT,
     _revisions,
     alembic_config,
     dispose_engines,
@@ -30,6 +30,7 @@ from app.storage.engine import (
     session_factory,
 )
 
+ROOT = Path(__file__).resolve().parents[2]
 TEAMS = {"teams": [["ann", "bob"], ["cat", "dan"]]}
 
 

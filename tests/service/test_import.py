@@ -51,7 +51,7 @@ def test_import_equals_a_replay_and_resumes(
     assert status == 0, err
     assert _summary(out) == (150, 150, 0)
     assert "matches/s" in out
-    assert "[" not in err  # no progress bar when stderr is not a terminal
+    assert err == ""  # no progress bar when stderr is not a terminal
 
     expected = core_replay("trueskill", params, _lines(FOOTBALL))
     board = all_pages(client, "/v1/ladders/football/leaderboard", limit=1000)
@@ -65,7 +65,11 @@ def test_import_equals_a_replay_and_resumes(
     status, out, err = run(capsys, "import", str(FOOTBALL), "--ladder", "football", "--progress")
     assert status == 0, err
     assert _summary(out) == (150, 0, 150)
-    assert "100%" in err  # the progress bar, asked for
+    assert out.count("\n") == 1  # the summary alone: the bar goes to stderr
+    final = err.split("\r")[-1]  # the progress bar, asked for: every byte read
+    size = FOOTBALL.stat().st_size
+    assert "100%" in final and f"{size / 1024:.1f}k/{size / 1024:.1f}k" in final, final
+    assert "150 matches" in final, final
     assert all_pages(client, "/v1/ladders/football/leaderboard", limit=1000) == board
 
 
