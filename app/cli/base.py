@@ -1,40 +1,35 @@
-"""What every command shares: the operator's error, one transaction per command, and the
-one-line report of an error meant for the operator."""
+"""What every command shares: the operator's error, one transaction per command (through
+the unit of work), and the one-line report of an error meant for the operator."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from typing import TypeVar
 
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from app.errors import ProblemError
+from app.storage import unit_of_work
 from app.storage.engine import get_engine, schema_is_current, session_factory
+
+T = TypeVar("T")
 
 
 class CommandError(Exception):
     """A command could not do its work; the message is for the operator."""
 
 
-@contextmanager
-def session_scope(*, need_schema: bool = True) -> Iterator[Session]:
-    """One transaction for a command: committed at the end, rolled back on an error."""
+def transaction(work: Callable[[Session], T], *, need_schema: bool = True) -> T:
+    """Run ``work`` in one transaction of the unit of work (committed when it returns, run
+    again after a lost conflict) on the configured database; its value."""
     engine = get_engine()
     if need_schema and not schema_is_current(engine):
         raise CommandError(
             "the database schema is not at the newest migration: run `ratings migrate` first"
         )
-    session = session_factory(engine)()
-    try:
-        yield session
-        session.commit()
-    except BaseException:
-        session.rollback()
-        raise
-    finally:
-        session.close()
+    return unit_of_work.run(work, session_factory=session_factory(engine))
 
 
 def report_errors(step: Callable[[], int]) -> int:

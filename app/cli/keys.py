@@ -7,7 +7,7 @@ import json
 import sys
 from datetime import datetime
 
-from app.cli.base import session_scope
+from app.cli.base import transaction
 from app.services import auth
 
 
@@ -16,16 +16,14 @@ def _stamp(moment: datetime | None) -> str:
 
 
 def cmd_keys_create(args: argparse.Namespace) -> int:
-    with session_scope() as session:
-        new = auth.create_key(session, name=args.name, scope=args.scope)
+    new = transaction(lambda session: auth.create_key(session, name=args.name, scope=args.scope))
     print(f"made key {new.name!r}, scope {new.scope}, prefix {new.prefix}", file=sys.stderr)
     print(new.key, flush=True)
     return 0
 
 
 def cmd_keys_list(args: argparse.Namespace) -> int:
-    with session_scope() as session:
-        keys = auth.list_keys(session)
+    keys = transaction(auth.list_keys)
     if args.json:
         rows = [
             {
@@ -61,8 +59,7 @@ def cmd_keys_list(args: argparse.Namespace) -> int:
 
 
 def cmd_keys_revoke(args: argparse.Namespace) -> int:
-    with session_scope() as session:
-        info = auth.revoke_key(session, name_or_prefix=args.key)
+    info = transaction(lambda session: auth.revoke_key(session, name_or_prefix=args.key))
     print(f"revoked key {info.name!r} ({info.prefix})", file=sys.stderr)
     return 0
 

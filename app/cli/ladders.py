@@ -7,7 +7,7 @@ import argparse
 from datetime import UTC, datetime
 from pathlib import Path
 
-from app.cli.base import CommandError, session_scope
+from app.cli.base import CommandError, transaction
 from app.storage.engine import get_engine, schema_is_current, session_factory
 
 
@@ -39,9 +39,14 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_rebuild(args: argparse.Namespace) -> int:
     from app.services import ladders, rerate
 
-    with session_scope() as session:
-        ladder = ladders.get_ladder(session=session, ladder_id=args.ladder)
-        result = rerate.rebuild(session=session, ladder=ladder, now=datetime.now(UTC))
+    now = datetime.now(UTC)
+    result = transaction(
+        lambda session: rerate.rebuild(
+            session=session,
+            ladder=ladders.get_ladder(session=session, ladder_id=args.ladder),
+            now=now,
+        )
+    )
     print(
         f"ladder {result.ladder}: {result.matches_rerated:,} matches replayed, "
         f"{result.players:,} players rated"

@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Callable
 
 from app.api.metrics import MULTIPROC_ENV
-from app.cli.base import report_errors, session_scope
+from app.cli.base import report_errors, transaction
 from app.config import GC_TUNING_ENV, get_settings
 from app.services import auth
 from app.storage.engine import dispose_engines, upgrade
@@ -37,8 +37,7 @@ def _multiprocess_metrics_dir() -> None:
 def _prepare_to_serve() -> int:
     """Migrate to head and make the first admin key if there is none (``serve``'s first step)."""
     upgrade()
-    with session_scope() as session:
-        new = auth.ensure_first_admin_key(session)
+    new = transaction(auth.ensure_first_admin_key)
     if new is not None:
         print(
             f"No API keys existed, so an admin key named {new.name!r} was made "

@@ -4,9 +4,10 @@ idempotency (its canonical form and hash)."""
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+from app.domain import jsontext
 
 if TYPE_CHECKING:
     from app.api.schemas import MatchCreate
@@ -24,11 +25,8 @@ def canonical_request(body: MatchCreate) -> dict[str, Any]:
     }
 
 
-_canonical_json = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
-
-
 def body_hash(canonical: dict[str, Any]) -> str:
-    return hashlib.sha256(_canonical_json(canonical).encode()).hexdigest()
+    return hashlib.sha256(jsontext.canonical(canonical).encode()).hexdigest()
 
 
 def dense_ranks(outcome: Sequence[float]) -> list[int]:

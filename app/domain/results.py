@@ -3,20 +3,19 @@ writer of it, for recording, voiding and rebuilding alike."""
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from app.domain.jsontext import compact as _encode
+from app.domain.jsontext import string as _string
 from app.domain.ladders import LadderConfig
 from app.domain.times import utc
 
 #: Compact JSON of finite numbers (one encoder, not one per call).
-_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
 
 #: A string as that encoder writes it (quoted, escaped; non-ASCII kept).
-_string: Callable[[str], str] = json.encoder.encode_basestring
 
 
 def rfc3339(moment: datetime) -> str:

@@ -24,11 +24,11 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import DateTime, bindparam, func, select, text, update
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
-from app.storage.engine import is_read_only, session_factory
+from app.storage import repositories
 from app.storage.models import ApiKey
 from app.storage.repositories import KeyRow
 
@@ -156,18 +156,13 @@ def revoke_key(session: Session, *, name_or_prefix: str) -> KeyInfo:
     return _info(row)
 
 
-#: The PostgreSQL advisory lock that serialises first starts of several replicas.
-_FIRST_KEY_LOCK = 0x72617469  # "rati"
-
-
 def ensure_first_admin_key(session: Session) -> NewKey | None:
     """On a database with no keys at all, make an admin key named ``admin`` and return it.
 
     Replicas starting together on PostgreSQL take a transaction-scoped advisory lock first,
     so only one of them makes the key (SQLite's ``BEGIN IMMEDIATE`` already serialises).
     """
-    if session.get_bind().dialect.name == "postgresql":
-        session.execute(text("SELECT pg_advisory_xact_lock(:lock)"), {"lock": _FIRST_KEY_LOCK})
+    repositories.serialize_first_start(session=session)
     if session.scalar(select(func.count()).select_from(ApiKey)):
         return None
     return create_key(session, name="admin", scope="admin")
@@ -183,14 +178,7 @@ def authenticate(session: Session, key: str) -> ApiKey | None:
         return None
     now = datetime.now(UTC)
     if row.last_used_at is None or now - _utc(row.last_used_at) >= LAST_USED_RESOLUTION:
-        bind = session.get_bind()
-        if is_read_only(session) and bind.dialect.name == "sqlite":
-            # A SQLite read transaction cannot take the write lock: a short transaction of
-            # its own records the use (at most once a minute per key).
-            with session_factory(bind.engine).begin() as own:
-                own.execute(update(ApiKey).where(ApiKey.id == row.id).values(last_used_at=now))
-        else:
-            row.last_used_at = now
+        repositories.record_key_use(session=session, key_id=row.id, now=now)
     return row
 
 
@@ -225,19 +213,5 @@ def use_due(row: KeyRow, now: datetime) -> bool:
 
 
 def record_use(session: Session, *, key_id: int, now: datetime) -> None:
-    """Write the key's ``last_used_at`` in the request's transaction. On PostgreSQL a row
-    that another request is writing already is skipped (``SKIP LOCKED``): its use is being
-    recorded, and waiting for it would make concurrent requests of one key queue."""
-    if session.get_bind().dialect.name == "postgresql":
-        session.execute(_RECORD_USE_SKIP_LOCKED, {"id": key_id, "now": now})
-    else:
-        session.execute(_RECORD_USE, {"id": key_id, "now": now})
-
-
-_RECORD_USE = text("UPDATE api_keys SET last_used_at = :now WHERE id = :id").bindparams(
-    bindparam("now", type_=DateTime(timezone=True))
-)
-_RECORD_USE_SKIP_LOCKED = text(
-    "UPDATE api_keys SET last_used_at = :now WHERE id = "
-    "(SELECT id FROM api_keys WHERE id = :id FOR UPDATE SKIP LOCKED)"
-).bindparams(bindparam("now", type_=DateTime(timezone=True)))
+    """Write the key's ``last_used_at`` (``repositories.record_key_use``)."""
+    repositories.record_key_use(session=session, key_id=key_id, now=now)

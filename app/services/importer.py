@@ -31,6 +31,7 @@ from app.api.schemas import MAX_BATCH, MatchCreate
 from app.errors import ProblemError
 from app.services import ladders
 from app.services.recording import MatchConflict, MatchRefused, record_matches
+from app.storage import unit_of_work
 
 DEFAULT_CHUNK = 5000
 #: Parsed chunks the reading thread may hold ready ahead of the writer.
@@ -231,31 +232,25 @@ def _import_chunk(
     numbers: list[int],
     summary: Summary,
 ) -> None:
-    """One chunk, one transaction."""
-    session = sessions()
+    """One chunk, one transaction (the unit of work's)."""
+    now = datetime.now(UTC)
     try:
-        ladder = ladders.get_ladder(session=session, ladder_id=ladder_id)
-        results = record_matches(
-            session=session,
-            ladder=ladder,
-            bodies=bodies,
-            now=datetime.now(UTC),
-            label=lambda index: f"line {numbers[index]}: ",
+        results = unit_of_work.run(
+            lambda session: record_matches(
+                session=session,
+                ladder=ladders.get_ladder(session=session, ladder_id=ladder_id),
+                bodies=bodies,
+                now=now,
+                label=lambda index: f"line {numbers[index]}: ",
+            ),
+            session_factory=sessions,
         )
-        session.commit()
     except (MatchRefused, MatchConflict) as exc:
-        session.rollback()
         raise ImportFailed(
             f"{exc.detail} (nothing of lines {numbers[0]}-{numbers[-1]} was written)"
         ) from None
     except ProblemError as exc:
-        session.rollback()
         raise ImportFailed(exc.detail) from None
-    except BaseException:
-        session.rollback()
-        raise
-    finally:
-        session.close()
     created = sum(1 for _, new in results if new)
     summary.recorded += created
     summary.skipped += len(results) - created

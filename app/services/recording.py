@@ -17,11 +17,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import Table
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -42,17 +41,13 @@ from app.rating.base import RatingInputError
 from app.rating.replay import ReplayMatch, replay
 from app.services import auth
 from app.storage import repositories
-from app.storage.models import Ladder, Match, Participant, RatingHistory
-from app.storage.repositories import HISTORY_COLUMNS, MATCH_COLUMNS, PARTICIPANT_COLUMNS
+from app.storage.models import Ladder
+from app.storage.repositories import PARTICIPANT_COLUMNS
 
 FloatArray = npt.NDArray[np.float64]
 
 #: Days for the replay are counted from this instant (only differences matter).
 EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
-
-MATCHES = cast(Table, Match.__table__)
-PARTICIPANTS = cast(Table, Participant.__table__)
-HISTORY = cast(Table, RatingHistory.__table__)
 
 
 def day_of(moment: datetime) -> float:
@@ -416,12 +411,9 @@ def record_matches(
     ``MatchConflict``; a match_id twice in ``bodies`` is a ``MatchRefused``. Nothing is
     committed here: the caller's transaction is.
     """
-    if session.get_bind().dialect.name == "postgresql":
-        # Shared lock on the ladder: a parameter change (and its rebuild) waits for the
-        # matches being recorded, and they for it, each seeing the other's parameters.
-        ladder = (
-            repositories.lock_ladder(session=session, ladder_id=ladder.id, share=True) or ladder
-        )
+    # Shared lock on the ladder: a parameter change (and its rebuild) waits for the
+    # matches being recorded, and they for it, each seeing the other's parameters.
+    ladder = repositories.lock_ladder(session=session, ladder_id=ladder.id, share=True) or ladder
     config = ladder_config(ladder)
     incoming: list[_Incoming] = []
     first_at: dict[str, int] = {}
@@ -472,7 +464,7 @@ def record_matches(
         states = repositories.lock_rating_states(
             session=session, ladder_id=ladder.id, player_ids=player_ids
         )
-        if first_at and session.get_bind().dialect.name == "postgresql":
+        if first_at and repositories.others_write_meanwhile(session=session):
             # Checked again under the locks: a concurrent retry may have committed meanwhile.
             fresh = settle_known()
         if fresh:
@@ -520,38 +512,10 @@ def _apply(
         matches=planned,
         label=lambda n: label(fresh[n].index),
     )
-    seqs = repositories.allocate_match_seqs(session=session, count=len(fresh))
-    before = (rated.before_mu.tolist(), rated.before_sigma.tolist())
-    after = (rated.after_mu.tolist(), rated.after_sigma.tolist())
-    quality = rated.quality.tolist()
-    match_rows: list[tuple[Any, ...]] = []
-    participants: list[tuple[Any, ...]] = []
-    history: list[tuple[Any, ...]] = []
-    for n, (m, plan) in enumerate(zip(fresh, planned, strict=True)):
-        parts = _match_rows(
-            config=config,
-            ladder_id=ladder.id,
-            incoming=m,
-            plan=plan,
-            slot=n,
-            now=now,
-            quality=quality[n],
-            before=before,
-            after=after,
-            offset=rated.offsets[n],
-            match_rows=match_rows,
-            participants=participants,
-            history=history,
-        )
-        results[m.index] = (with_seq(parts, seqs[n]), True)
-    match_rows, participants, history = repositories.with_seqs(
-        seqs, match_rows, participants, history
-    )
+    batch = _RatedLadder(ladder, config, states, table, fresh, planned, rated)
     try:
         with session.begin_nested():
-            repositories.insert_values(
-                session=session, table=MATCHES, names=MATCH_COLUMNS, values=match_rows
-            )
+            written = _write_rated(session, [batch], [now] * len(results), now)
     except IntegrityError:
         # A match_id inserted meanwhile by a request with other players (so another body).
         known = repositories.find_matches(
@@ -561,17 +525,8 @@ def _apply(
             if m.match_id in known:
                 _stored(m, known[m.match_id], label)
         raise
-    repositories.insert_values(
-        session=session, table=PARTICIPANTS, names=PARTICIPANT_COLUMNS, values=participants
-    )
-    repositories.insert_values(
-        session=session, table=HISTORY, names=HISTORY_COLUMNS, values=history
-    )
-    repositories.update_ratings(
-        session=session,
-        ladder_id=ladder.id,
-        rows=_rating_rows(config=config, table=table, states=states, planned=planned, now=now),
-    )
+    for index, text in written:
+        results[index] = (text, True)
 
 
 def _match_rows(
@@ -909,6 +864,78 @@ def _rate_each(
         return kept, planned, rated
 
 
+@dataclass(frozen=True, slots=True)
+class _RatedLadder:
+    """The new matches of one ladder rated over its players' locked ratings."""
+
+    ladder: Ladder
+    config: LadderConfig
+    states: list[repositories.RatingState]
+    table: RatingTable
+    kept: list[_Incoming]
+    planned: list[Planned]
+    rated: Rated
+
+
+def _write_rated(
+    session: Session, ladders: Sequence[_RatedLadder], nows: Sequence[datetime], latest: datetime
+) -> list[tuple[int, str]]:
+    """Write rated matches (a group's or a batch's) with their participants, history and
+    the new ratings, the seqs drawn in the order the matches came (their ``index``;
+    ``nows[index]`` is when each came); returns (index, result document) for each."""
+    order = sorted(
+        (m.index, n, k) for n, rated in enumerate(ladders) for k, m in enumerate(rated.kept)
+    )
+    numbers = [
+        (
+            (r.rated.before_mu.tolist(), r.rated.before_sigma.tolist()),
+            (r.rated.after_mu.tolist(), r.rated.after_sigma.tolist()),
+            r.rated.quality.tolist(),
+        )
+        for r in ladders
+    ]
+    match_rows: list[tuple[Any, ...]] = []
+    participants: list[tuple[Any, ...]] = []
+    history: list[tuple[Any, ...]] = []
+    parts = []
+    for slot, (index, n, k) in enumerate(order):
+        r = ladders[n]
+        before, after, quality = numbers[n]
+        parts.append(
+            _match_rows(
+                config=r.config,
+                ladder_id=r.ladder.id,
+                incoming=r.kept[k],
+                plan=r.planned[k],
+                slot=slot,
+                now=nows[index],
+                quality=quality[k],
+                before=before,
+                after=after,
+                offset=r.rated.offsets[k],
+                match_rows=match_rows,
+                participants=participants,
+                history=history,
+            )
+        )
+    seqs = repositories.write_recorded(
+        session=session,
+        matches=match_rows,
+        participants=participants,
+        history=history,
+        ratings={
+            r.ladder.id: _rating_rows(
+                config=r.config, table=r.table, states=r.states, planned=r.planned, now=latest
+            )
+            for r in ladders
+        },
+    )
+    return [
+        (index, with_seq(text, seq))
+        for (index, _, _), seq, text in zip(order, seqs, parts, strict=True)
+    ]
+
+
 def record_group(*, session: Session, submitted: Sequence[Submitted]) -> list[Answer]:
     """Record single matches that arrived together, in arrival order, in the session's one
     transaction; returns each one's answer. Each gets exactly the answer it would have had
@@ -944,57 +971,10 @@ def record_group(*, session: Session, submitted: Sequence[Submitted]) -> list[An
                 session=session, ladder_id=ladder_id, player_ids=sorted(entry.created - playing)
             )
         if kept:
-            rated_by_ladder.append((entry, states, table, kept, planned, rated))
-    # The rows in arrival order across the group: the seqs are drawn in that order.
-    order = sorted(
-        (m.index, n, k)
-        for n, (_, _, _, kept, _, _) in enumerate(rated_by_ladder)
-        for k, m in enumerate(kept)
-    )
-    numbers = [
-        (
-            (rated.before_mu.tolist(), rated.before_sigma.tolist()),
-            (rated.after_mu.tolist(), rated.after_sigma.tolist()),
-            rated.quality.tolist(),
-        )
-        for _, _, _, _, _, rated in rated_by_ladder
-    ]
-    match_rows: list[tuple[Any, ...]] = []
-    participants: list[tuple[Any, ...]] = []
-    history: list[tuple[Any, ...]] = []
-    parts = []
-    for slot, (index, n, k) in enumerate(order):
-        entry, _, _, kept, planned, rated = rated_by_ladder[n]
-        before, after, quality = numbers[n]
-        parts.append(
-            _match_rows(
-                config=entry.config,
-                ladder_id=entry.ladder.id,
-                incoming=kept[k],
-                plan=planned[k],
-                slot=slot,
-                now=submitted[index].now,
-                quality=quality[k],
-                before=before,
-                after=after,
-                offset=rated.offsets[k],
-                match_rows=match_rows,
-                participants=participants,
-                history=history,
+            rated_by_ladder.append(
+                _RatedLadder(entry.ladder, entry.config, states, table, kept, planned, rated)
             )
-        )
-    seqs = repositories.write_recorded(
-        session=session,
-        matches=match_rows,
-        participants=participants,
-        history=history,
-        ratings={
-            entry.ladder.id: _rating_rows(
-                config=entry.config, table=table, states=states, planned=planned, now=latest
-            )
-            for entry, states, table, _, planned, _ in rated_by_ladder
-        },
-    )
-    for (index, _, _), seq, text in zip(order, seqs, parts, strict=True):
-        answers[index] = (with_seq(text, seq), True)
+    nows = [s.now for s in submitted]
+    for index, text in _write_rated(session, rated_by_ladder, nows, latest):
+        answers[index] = (text, True)
     return [answer for answer in answers if answer is not None]

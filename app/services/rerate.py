@@ -24,6 +24,7 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from app.api.schemas import LadderUpdate, LadderUpdated, RebuildResult, VoidResult
+from app.domain import jsontext
 from app.domain.ladders import LadderConfig, full_params, ladder_config
 from app.domain.outcomes import dense_ranks, outcome_of
 from app.domain.results import result_parts, rfc3339, with_seq
@@ -308,7 +309,7 @@ def void_match(*, session: Session, ladder: Ladder, match_id: str, now: datetime
     states = repositories.lock_rating_states(
         session=session, ladder_id=ladder.id, player_ids=sorted(reached)
     )
-    while session.get_bind().dialect.name == "postgresql":
+    while repositories.others_write_meanwhile(session=session):
         seen = {row.seq for row in later}
         now_counted = repositories.match_seqs_after(
             session=session, ladder_id=ladder.id, after_seq=seq
@@ -377,7 +378,7 @@ def void_match(*, session: Session, ladder: Ladder, match_id: str, now: datetime
             {
                 "seq": seq,
                 "quality": match.quality,
-                "result": json.dumps(document, separators=(",", ":"), ensure_ascii=False),
+                "result": jsontext.compact(document),
                 "voided_at": now,
             }
         ],

@@ -37,6 +37,9 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.expression import Executable
 from sqlalchemy.types import TypeEngine
 
+from app.domain import jsontext
+from app.storage import unit_of_work
+from app.storage.engine import is_read_only, session_factory
 from app.storage.models import (
     Ladder,
     Match,
@@ -775,10 +778,7 @@ def _copy_rows(
 
 def json_text(value: Any) -> str:
     """A JSON column's value as text (``None`` is the JSON ``null``, as SQLAlchemy stores it)."""
-    return _json_text(value)
-
-
-_json_text = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+    return jsontext.compact(value)
 
 
 def add_history(*, session: Session, entry: RatingHistory) -> None:
@@ -1205,12 +1205,10 @@ HISTORY_COLUMNS = (
 )
 
 
-_MATCHES = cast(Table, Match.__table__)
-_PARTICIPANTS = cast(Table, Participant.__table__)
-_HISTORY = cast(Table, RatingHistory.__table__)
+MATCHES = cast(Table, Match.__table__)
+PARTICIPANTS = cast(Table, Participant.__table__)
+HISTORY = cast(Table, RatingHistory.__table__)
 
-#: Rows as JSON text for ``json_to_recordset`` (finite numbers only: checked before).
-_json_rows = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
 
 _WRITE_MATCHES_SQL = text(
     """
@@ -1265,6 +1263,11 @@ SELECT seq, ladder_id, match_id FROM matches_written
 )
 
 
+#: From this many matches PostgreSQL gets a recording's rows by COPY rather than in one
+#: statement (a group of single matches stays below it).
+COPY_MATCHES = 64
+
+
 def _iso(value: datetime) -> str:
     return value.isoformat()
 
@@ -1303,20 +1306,22 @@ def write_recorded(
     players' row locks, so the seqs order matches sharing a player as they were applied.
 
     PostgreSQL: ONE statement, drawing the seqs (the rows as arrays and JSON, which
-    PostgreSQL reads back exactly: a float's repr is the shortest text that parses to it).
-    A match_id recorded meanwhile by another transaction fails it whole with an
-    ``IntegrityError``. SQLite: one executemany per table (the transaction holds the
-    database's write lock, so the seqs after the largest are free)."""
+    PostgreSQL reads back exactly: a float's repr is the shortest text that parses to it);
+    from :data:`COPY_MATCHES` matches (batches, imports) the seqs in one statement and the
+    rows by binary ``COPY``, far cheaper for thousands of rows. A match_id recorded
+    meanwhile by another transaction fails it whole with an ``IntegrityError``. SQLite: one
+    executemany per table (the transaction holds the database's write lock, so the seqs
+    after the largest are free)."""
     if not matches:
         return []
-    if _dialect(session) != "postgresql":
+    if _dialect(session) != "postgresql" or len(matches) >= COPY_MATCHES:
         seqs = allocate_match_seqs(session=session, count=len(matches))
         rows, members, histories = with_seqs(seqs, matches, participants, history)
-        insert_values(session=session, table=_MATCHES, names=MATCH_COLUMNS, values=rows)
+        insert_values(session=session, table=MATCHES, names=MATCH_COLUMNS, values=rows)
         insert_values(
-            session=session, table=_PARTICIPANTS, names=PARTICIPANT_COLUMNS, values=members
+            session=session, table=PARTICIPANTS, names=PARTICIPANT_COLUMNS, values=members
         )
-        insert_values(session=session, table=_HISTORY, names=HISTORY_COLUMNS, values=histories)
+        insert_values(session=session, table=HISTORY, names=HISTORY_COLUMNS, values=histories)
         for ladder_id, update in ratings.items():
             update_ratings(session=session, ladder_id=ladder_id, rows=update)
         return seqs
@@ -1339,8 +1344,8 @@ def write_recorded(
         doc["match_id"] = h[4]
         doc["played_at"] = _iso(h[5])
         played.append(doc)
-    parameters["participants"] = _json_rows(played)
-    parameters["ratings"] = _json_rows(
+    parameters["participants"] = jsontext.compact(played)
+    parameters["ratings"] = jsontext.compact(
         [
             {
                 "ladder_id": ladder_id,
@@ -1357,3 +1362,48 @@ def write_recorded(
         for seq, ladder_id, match_id in session.execute(_WRITE_MATCHES_SQL, parameters)
     }
     return [drawn[row[1], row[2]] for row in matches]
+
+
+# -- API keys -------------------------------------------------------------------------------
+
+#: The PostgreSQL advisory lock that serialises first starts of several replicas.
+_FIRST_KEY_LOCK = 0x72617469  # "rati"
+
+
+def serialize_first_start(*, session: Session) -> None:
+    """Make replicas starting together take turns until the transaction ends: on
+    PostgreSQL a transaction-scoped advisory lock; SQLite's ``BEGIN IMMEDIATE`` already
+    serialises them."""
+    if _dialect(session) == "postgresql":
+        session.execute(text("SELECT pg_advisory_xact_lock(:lock)"), {"lock": _FIRST_KEY_LOCK})
+
+
+_RECORD_USE = text("UPDATE api_keys SET last_used_at = :now WHERE id = :id").bindparams(
+    bindparam("now", type_=DateTime(timezone=True))
+)
+_RECORD_USE_SKIP_LOCKED = text(
+    "UPDATE api_keys SET last_used_at = :now WHERE id = "
+    "(SELECT id FROM api_keys WHERE id = :id FOR UPDATE SKIP LOCKED)"
+).bindparams(bindparam("now", type_=DateTime(timezone=True)))
+
+
+def record_key_use(*, session: Session, key_id: int, now: datetime) -> None:
+    """Write a key's ``last_used_at``. On PostgreSQL in the session's transaction, skipping
+    a row another request is writing already (``SKIP LOCKED``: its use is being recorded,
+    and waiting would make concurrent requests of one key queue). A SQLite read
+    transaction cannot take the write lock: a short transaction of its own records it."""
+    if _dialect(session) == "postgresql":
+        session.execute(_RECORD_USE_SKIP_LOCKED, {"id": key_id, "now": now})
+    elif is_read_only(session):
+        unit_of_work.run(
+            lambda own: own.execute(_RECORD_USE, {"id": key_id, "now": now}),
+            session_factory=session_factory(session.get_bind().engine),
+        )
+    else:
+        session.execute(_RECORD_USE, {"id": key_id, "now": now})
+
+
+def others_write_meanwhile(*, session: Session) -> bool:
+    """Whether other transactions can commit while this one runs: PostgreSQL (row locks),
+    not SQLite (a writing transaction holds the database from its first statement)."""
+    return _dialect(session) == "postgresql"

@@ -16,7 +16,10 @@ from sqlalchemy import text
 
 from app.domain.ladders import LadderConfig, ladder_config
 from app.domain.results import _encoded_result_parts, result_parts
-from app.services.recording import (
+from app.storage import repositories
+from app.storage.engine import get_engine, session_factory
+from app.storage.models import Ladder
+from app.storage.repositories import (
     HISTORY,
     HISTORY_COLUMNS,
     MATCH_COLUMNS,
@@ -24,9 +27,6 @@ from app.services.recording import (
     PARTICIPANT_COLUMNS,
     PARTICIPANTS,
 )
-from app.storage import repositories
-from app.storage.engine import get_engine, session_factory
-from app.storage.models import Ladder
 
 CONFIGS = {
     algorithm: ladder_config(Ladder(id="l", algorithm=algorithm, params={}))

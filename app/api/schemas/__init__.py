@@ -7,7 +7,6 @@ starts with the field it is about; the problem+json ``detail`` adds the location
 
 from __future__ import annotations
 
-import json
 import math
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
@@ -20,6 +19,8 @@ from pydantic import (
     ValidationInfo,
     field_validator,
 )
+
+from app.domain import jsontext
 
 # -- limits (http-api.md "Limits") ---------------------------------------------------------
 
@@ -375,7 +376,7 @@ class MatchCreate(TeamsBody):
         if meta is None:
             return None
         try:
-            text = _compact_finite(meta)
+            text = jsontext.compact(meta)
         except (ValueError, RecursionError):
             text = ""  # non-finite or absurdly deep: found and named just below
         if not text or text.count("[") + text.count("{") > MAX_META_DEPTH:
@@ -385,11 +386,6 @@ class MatchCreate(TeamsBody):
         if size > MAX_META_BYTES:
             raise ValueError(f"meta: {size} bytes serialized, at most {MAX_META_BYTES}")
         return meta
-
-
-_compact_finite = json.JSONEncoder(
-    separators=(",", ":"), ensure_ascii=False, allow_nan=False
-).encode
 
 
 def check_json_value(value: Any, field: str) -> None:
