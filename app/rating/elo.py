@@ -580,20 +580,6 @@ def _rank_groups(ranks: list[float]) -> list[list[int]]:
     return [by_rank[rk] for rk in sorted(by_rank)]
 
 
-def _tie_orders(ranks: list[float]) -> npt.NDArray[np.intp]:
-    """Every finishing order consistent with ``ranks`` (winner first), one per row.
-
-    Without ties there is one; each group of equal ranks contributes all its orders
-    (prod m_g! rows: only for small ties).
-    """
-    groups = _rank_groups(ranks)
-    rows = [
-        [j for part in choice for j in part]
-        for choice in product(*(permutations(g) for g in groups))
-    ]
-    return np.asarray(rows, dtype=np.intp)
-
-
 def _group_orders(group: list[int], ratings: list[float]) -> list[tuple[int, ...]]:
     """The orders of one tied group that the Gaussian "full" update averages over.
 
