@@ -1,7 +1,7 @@
 """The paper's table and a comparison with the public packages on real match files.
 
     # The TrueSkill paper's section 4.1 table on the Halo 2 beta files, beside its numbers
-    .venv/bin/python benchmarks/evaluate.py paper /work/shared/data/halo2
+    .venv/bin/python benchmarks/evaluate.py paper ../shared/data/halo2
 
     # Fitted on the earlier half, measured on the later half, against the public
     # ``trueskill`` and ``openskill`` packages at their defaults

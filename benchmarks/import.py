@@ -4,7 +4,8 @@
         [--algorithm trueskill] [--chunk 5000] [--limit N]
         [--postgres postgresql://postgres@127.0.0.1:5432] [--format table|markdown]
 
-FILE defaults to the Halo 2 free-for-all data (/work/shared/data/halo2/free_for_all.jsonl,
+FILE defaults to the Halo 2 free-for-all data (``../shared/data/halo2/free_for_all.jsonl``
+from the project root,
 60,022 matches); it is research data that is never committed, so when the file is absent
 the script says so and exits cleanly. Each database is made fresh (a temporary SQLite file;
 a PostgreSQL database created on the server given by ``--postgres`` and dropped after),
@@ -40,7 +41,8 @@ from app.services.importer import import_matches  # noqa: E402
 from app.storage.engine import get_engine, session_factory, upgrade  # noqa: E402
 from benchmarks.databases import fresh_database, print_table  # noqa: E402
 
-DEFAULT_FILE = Path("/work/shared/data/halo2/free_for_all.jsonl")
+#: ``../shared/data`` from the project root.
+DEFAULT_FILE = ROOT.parent / "shared" / "data" / "halo2" / "free_for_all.jsonl"
 DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432"
 
 

@@ -1,6 +1,6 @@
 """Reading match files: JSON Lines in the body of ``POST /v1/ladders/{ladder}/matches``.
 
-One match per line (``/work/shared/data/README.md``): ``match_id``, ``played_at``,
+One match per line (``../shared/data/README.md``): ``match_id``, ``played_at``,
 ``teams`` (lists of player ids), ``ranks`` (lower is better, equal is a draw) or
 ``scores`` (higher is better) or neither (teams listed winner first), optional
 ``weights`` (partial play in [0, 1], the shape of ``teams``) and ``meta`` (ignored).
