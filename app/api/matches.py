@@ -96,7 +96,7 @@ async def record_batch(
     results = await run(
         access,
         lambda session: recording.record_matches(
-            session=session, ladder=ladder_of(session, ladder), bodies=body.matches, now=now
+            session=session, ladder_id=ladder, bodies=body.matches, now=now
         ),
     )
     MATCHES_RECORDED.inc(sum(1 for _, created in results if created))

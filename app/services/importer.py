@@ -29,7 +29,6 @@ from tqdm import tqdm
 
 from app.api.schemas import MAX_BATCH, MatchCreate
 from app.errors import ProblemError
-from app.services import ladders
 from app.services.recording import MatchConflict, MatchRefused, record_matches
 from app.storage import unit_of_work
 
@@ -238,7 +237,7 @@ def _import_chunk(
         results = unit_of_work.run(
             lambda session: record_matches(
                 session=session,
-                ladder=ladders.get_ladder(session=session, ladder_id=ladder_id),
+                ladder_id=ladder_id,
                 bodies=bodies,
                 now=now,
                 label=lambda index: f"line {numbers[index]}: ",

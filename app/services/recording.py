@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.api.schemas import MatchCreate
@@ -396,139 +395,6 @@ def in_batch(index: int) -> str:
     return f"matches.{index}."
 
 
-def record_matches(
-    *,
-    session: Session,
-    ladder: Ladder,
-    bodies: Sequence[MatchCreate],
-    now: datetime,
-    label: Label = in_batch,
-) -> list[tuple[str, bool]]:
-    """Apply ``bodies`` in order, all or nothing; for each, (result JSON text, created).
-
-    A match_id recorded before with the same body gives its stored result (``created``
-    false) and is not applied again; with another body the whole batch is a
-    ``MatchConflict``; a match_id twice in ``bodies`` is a ``MatchRefused``. Nothing is
-    committed here: the caller's transaction is.
-    """
-    # Shared lock on the ladder: a parameter change (and its rebuild) waits for the
-    # matches being recorded, and they for it, each seeing the other's parameters.
-    ladder = repositories.lock_ladder(session=session, ladder_id=ladder.id, share=True) or ladder
-    config = ladder_config(ladder)
-    incoming: list[_Incoming] = []
-    first_at: dict[str, int] = {}
-    for n, body in enumerate(bodies):
-        if body.match_id is not None:
-            if body.match_id in first_at:
-                raise MatchRefused(
-                    f"{label(n)}match_id: {body.match_id!r} appears twice in the batch "
-                    f"(first at {label(first_at[body.match_id]).rstrip('.: ')})",
-                    index=n,
-                )
-            first_at[body.match_id] = n
-        canonical = canonical_request(body)
-        incoming.append(
-            _Incoming(
-                index=n,
-                body=body,
-                match_id=body.match_id or f"m-{uuid.uuid4().hex}",
-                played_at=body.played_at or now,
-                canonical=canonical,
-                digest=body_hash(canonical),
-            )
-        )
-    results: list[tuple[str, bool] | None] = [None] * len(incoming)
-
-    def settle_known() -> list[_Incoming]:
-        """Answer the matches recorded before; the rest are new."""
-        known = repositories.find_matches(
-            session=session,
-            ladder_id=ladder.id,
-            match_ids=[m.match_id for m in incoming if results[m.index] is None],
-        )
-        fresh = []
-        for m in incoming:
-            if results[m.index] is not None:
-                continue
-            stored = known.get(m.match_id)
-            if stored is None:
-                fresh.append(m)
-            else:
-                results[m.index] = (_stored(m, stored, label), False)
-        return fresh
-
-    fresh = settle_known() if first_at else list(incoming)
-    if fresh:
-        player_ids = sorted({p for m in fresh for team in m.body.teams for p in team})
-        _insert_ratings(session=session, ladder=ladder, config=config, players=player_ids, now=now)
-        states = repositories.lock_rating_states(
-            session=session, ladder_id=ladder.id, player_ids=player_ids
-        )
-        if first_at and repositories.others_write_meanwhile(session=session):
-            # Checked again under the locks: a concurrent retry may have committed meanwhile.
-            fresh = settle_known()
-        if fresh:
-            _apply(
-                session=session,
-                ladder=ladder,
-                config=config,
-                fresh=fresh,
-                states=states,
-                now=now,
-                label=label,
-                results=results,
-            )
-    return [result for result in results if result is not None]
-
-
-def _apply(
-    *,
-    session: Session,
-    ladder: Ladder,
-    config: LadderConfig,
-    fresh: list[_Incoming],
-    states: list[repositories.RatingState],
-    now: datetime,
-    label: Label,
-    results: list[tuple[str, bool] | None],
-) -> None:
-    """Rate the new matches over their players' locked ratings and write everything."""
-    table = _table_of(states)
-    planned = [
-        Planned(
-            match_id=m.match_id,
-            played_at=m.played_at,
-            teams=m.body.teams,
-            outcome=outcome(m.body),
-            weights=m.body.weights,
-        )
-        for m in fresh
-    ]
-    # Errors name the match by its place in the request, not among the new ones.
-    rated = rate(
-        ladder=ladder,
-        config=config,
-        table=table,
-        matches=planned,
-        label=lambda n: label(fresh[n].index),
-    )
-    batch = _RatedLadder(ladder, config, states, table, fresh, planned, rated)
-    try:
-        with session.begin_nested():
-            written = _write_rated(session, [batch], [now] * len(results), now)
-    except IntegrityError:
-        # A match_id inserted meanwhile by a request with other players (so another body).
-        known = repositories.find_matches(
-            session=session, ladder_id=ladder.id, match_ids=[m.match_id for m in fresh]
-        )
-        for m in fresh:
-            if m.match_id in known:
-                _stored(m, known[m.match_id], label)
-        raise
-    for index, text in written:
-        results[index] = (text, True)
-
-
 def _match_rows(
     *,
     config: LadderConfig,
@@ -878,11 +744,14 @@ class _RatedLadder:
 
 
 def _write_rated(
-    session: Session, ladders: Sequence[_RatedLadder], nows: Sequence[datetime], latest: datetime
+    session: Session,
+    ladders: Sequence[_RatedLadder],
+    now_of: Callable[[int], datetime],
+    latest: datetime,
 ) -> list[tuple[int, str]]:
     """Write rated matches (a group's or a batch's) with their participants, history and
     the new ratings, the seqs drawn in the order the matches came (their ``index``;
-    ``nows[index]`` is when each came); returns (index, result document) for each."""
+    ``now_of(index)`` is when each came); returns (index, result document) for each."""
     order = sorted(
         (m.index, n, k) for n, rated in enumerate(ladders) for k, m in enumerate(rated.kept)
     )
@@ -908,7 +777,7 @@ def _write_rated(
                 incoming=r.kept[k],
                 plan=r.planned[k],
                 slot=slot,
-                now=nows[index],
+                now=now_of(index),
                 quality=quality[k],
                 before=before,
                 after=after,
@@ -974,7 +843,127 @@ def record_group(*, session: Session, submitted: Sequence[Submitted]) -> list[An
             rated_by_ladder.append(
                 _RatedLadder(entry.ladder, entry.config, states, table, kept, planned, rated)
             )
-    nows = [s.now for s in submitted]
-    for index, text in _write_rated(session, rated_by_ladder, nows, latest):
+    now_of = [s.now for s in submitted].__getitem__
+    for index, text in _write_rated(session, rated_by_ladder, now_of, latest):
         answers[index] = (text, True)
     return [answer for answer in answers if answer is not None]
+
+
+# -- recording a batch ------------------------------------------------------------------------
+
+
+def record_matches(
+    *,
+    session: Session,
+    ladder_id: str,
+    bodies: Sequence[MatchCreate],
+    now: datetime,
+    label: Label = in_batch,
+) -> list[tuple[str, bool]]:
+    """Apply ``bodies`` to the ladder in order, all or nothing; for each, (result JSON
+    text, created). The same steps as a group of single matches (:func:`record_group`),
+    with a batch's rule for failures: the first match refused fails the whole batch.
+
+    A match_id recorded before with the same body gives its stored result (``created``
+    false) and is not applied again; with another body the whole batch is a
+    ``MatchConflict``; a match_id twice in ``bodies`` is a ``MatchRefused``. Nothing is
+    committed here: the caller's transaction is.
+    """
+    first_at: dict[str, int] = {}
+    for n, body in enumerate(bodies):
+        if body.match_id is None:
+            continue
+        if body.match_id in first_at:
+            raise MatchRefused(
+                f"{label(n)}match_id: {body.match_id!r} appears twice in the batch "
+                f"(first at {label(first_at[body.match_id]).rstrip('.: ')})",
+                index=n,
+            )
+        first_at[body.match_id] = n
+    # The ladder share-locked (a parameter change and its rebuild wait for the batch, and
+    # it for them) and the recorded match_ids among the batch's, in one statement.
+    found = repositories.key_and_ladder(
+        session=session,
+        key_hash="",
+        ladder_id=ladder_id if LADDER_ID.fullmatch(ladder_id) else None,
+        match_ids=list(first_at),
+    )
+    if found.algorithm is None or found.params is None:
+        raise NotFound(f"ladder: no ladder {ladder_id[:64]!r}")
+    ladder, config = _ladder_of(ladder_id, found.algorithm, found.params)
+    entry = _LadderWork(
+        ladder,
+        config,
+        [
+            _Incoming(
+                index=n,
+                body=body,
+                match_id=body.match_id or f"m-{uuid.uuid4().hex}",
+                played_at=body.played_at or now,
+                canonical=(canonical := canonical_request(body)),
+                digest=body_hash(canonical),
+            )
+            for n, body in enumerate(bodies)
+        ],
+        [],
+        recorded=found.recorded,
+    )
+    results: list[tuple[str, bool] | None] = [None] * len(bodies)
+
+    def settle() -> None:
+        fresh = []
+        for m in entry.incoming:
+            stored = entry.recorded.get(m.match_id) if m.body.match_id is not None else None
+            if stored is None:
+                fresh.append(m)
+            else:
+                results[m.index] = (_stored(m, stored, label), False)
+        entry.incoming = fresh
+
+    settle()
+    if entry.incoming:
+        entry.players = sorted({p for m in entry.incoming for team in m.body.teams for p in team})
+        states = _lock_players(session, {ladder_id: entry}, now)[ladder_id]
+        if first_at and repositories.others_write_meanwhile(session=session):
+            # Looked up again under the locks: a concurrent retry may have committed meanwhile.
+            entry.recorded = repositories.find_matches(
+                session=session, ladder_id=ladder_id, match_ids=list(first_at)
+            )
+            settle()
+        if entry.incoming:
+            for index, text in _apply(session, entry, states, now, label):
+                results[index] = (text, True)
+    return [result for result in results if result is not None]
+
+
+def _apply(
+    session: Session,
+    entry: _LadderWork,
+    states: list[repositories.RatingState],
+    now: datetime,
+    label: Label,
+) -> list[tuple[int, str]]:
+    """Rate a batch's new matches over their players' locked ratings, all or nothing, and
+    write everything; (index, result document) of each."""
+    table = _table_of(states)
+    fresh = entry.incoming
+    planned = [
+        Planned(
+            match_id=m.match_id,
+            played_at=m.played_at,
+            teams=m.body.teams,
+            outcome=outcome(m.body),
+            weights=m.body.weights,
+        )
+        for m in fresh
+    ]
+    # Errors name the match by its place in the request, not among the new ones.
+    rated = rate(
+        ladder=entry.ladder,
+        config=entry.config,
+        table=table,
+        matches=planned,
+        label=lambda n: label(fresh[n].index),
+    )
+    batch = _RatedLadder(entry.ladder, entry.config, states, table, fresh, planned, rated)
+    return _write_rated(session, [batch], lambda _: now, now)

@@ -1144,15 +1144,16 @@ _LOCK_PLAYERS_SQL = {
 def lock_players(
     *, session: Session, ladder_id: str, player_ids: Sequence[str]
 ) -> list[RatingState]:
-    """The ratings of ``player_ids`` (sorted, a bounded number: one group's players),
-    locked one after the other in that order by one statement (on SQLite the transaction
-    holds the database's write lock). Like :func:`lock_rating_states`, without building the
-    query each time."""
-    rows = session.execute(
-        _LOCK_PLAYERS_SQL[_dialect(session)],
-        {"ladder_id": ladder_id, "player_ids": list(player_ids)},
-    ).all()
-    return [RatingState(*row) for row in rows]
+    """The ratings of ``player_ids`` (sorted), locked one after the other in that order by
+    one statement on PostgreSQL (one index lookup per player, whatever the ladder's size);
+    on SQLite, whose transaction holds the database's write lock, read by bounded ``IN``
+    lists."""
+    statement = _LOCK_PLAYERS_SQL[_dialect(session)]
+    out: list[RatingState] = []
+    for chunk in _chunks(list(player_ids), session):
+        rows = session.execute(statement, {"ladder_id": ladder_id, "player_ids": list(chunk)})
+        out.extend(RatingState(*row) for row in rows)
+    return out
 
 
 _INSERT_PLAYERS_SQL = text(
