@@ -1,4 +1,5 @@
-"""HTTP benchmark: the service over loopback, against a minimal FastAPI app as the ceiling.
+"""HTTP benchmark: the service over loopback, against a ceiling of a minimal FastAPI app plus
+the database's floor.
 
     .venv/bin/python benchmarks/http.py [--quick] [--databases sqlite,postgresql]
         [--workers 1,2] [--connections 16] [--seed-via auto|batch|insert]
@@ -17,12 +18,47 @@ runs as a subprocess on a free loopback port. A client process (asyncio and http
   rows: the leaderboard's first page, a deep keyset page (a cursor at a random rank in
   the lower half), a player with rank, and the quality of random 4 v 4 teams.
 
-The ceiling is a minimal FastAPI app (``CEILING_SOURCE`` below) served the same way by
-uvicorn, which parses the same match body with the same pydantic schema (``MatchCreate``)
-and answers without a database. Every figure is also printed as a ratio of its rate to the
-ceiling's rate for the same worker count (for reads, to the 1 v 1 ceiling). After each run
-the peak resident memory (``VmHWM``) and the current one (``VmRSS``) of every worker
-process is read from ``/proc``.
+The minimal app (``CEILING_SOURCE`` below) is FastAPI served the same way by uvicorn,
+parsing the same match body with the same pydantic schema (``MatchCreate``) and answering
+without a database (the "ceiling POST" rows). ``x app`` is each rate's ratio to the minimal
+app's rate for the same worker count (for reads, to its 1 v 1 rate). After each run the
+peak resident memory (``VmHWM``) and the current one (``VmRSS``) of every worker process is
+read from ``/proc``.
+
+The database's floor (the "floor" rows), for each database before the service runs: the
+first matches of each shape that the service runs post (1,024 timed after 128 untimed with
+``--quick``, 3,200 after 320 otherwise) are recorded by the service's own
+``record_group``, in process, 16 a transaction (what a worker's group commit writes at
+most), on a fresh database migrated by the service's migrations, with a ladder per shape
+whose players are all rated already. Every statement the driver is handed while
+``key_and_ladder``, ``lock_players`` and ``write_recorded`` run (the key, ladder and
+recorded match_ids in one statement, the players' row locks, and the write of matches,
+participants, history and ratings: three statements on PostgreSQL; on SQLite the service's
+``BEGIN IMMEDIATE``, the next seqs and one executemany per table) is taken at the cursor,
+text and parameters as SQLAlchemy converted them. A copy of that database made before the
+recording then gets the same transactions through the bare driver alone (psycopg 3;
+sqlite3, opened with the service's pragmas), on one connection, rows fetched, a commit
+after each transaction, and must end with the same rows as the service's. Only that replay
+is timed: the database's and the driver's cost, none of the service's Python. Its ``server
+CPU`` column is the CPU time of the process running the driver per match (on SQLite
+SQLite's own work is in it), ``db CPU`` the PostgreSQL backend's, and its rate one
+connection's, waiting for each answer.
+
+The truer ceiling of a single-match POST (``ceiling/s``, and ``x ceiling``: the rate's
+ratio to it) adds the two. With ``a`` the minimal app's server CPU per request (same worker
+count and shape), ``c`` and ``d`` the floor's CPU per match in the driver's process and in
+PostgreSQL (0 on SQLite), ``W`` the workers and ``N`` the machine's cores::
+
+    ceiling/s = min(W / (a + c), N / (a + c + d))
+
+A worker is one process doing at most a core's work, the app's and the driver's; the
+workers and the database share the ``N`` cores. On SQLite, where one writer at a time holds
+the database for its whole transaction, the ceiling is also at most the floor's own rate.
+Left out, as a ceiling should: the load generator's and the kernel's work outside these
+processes, and everything the service does beyond the minimal app and the floor (rating,
+result documents, SQLAlchemy, grouping, new players' inserts), which ``x ceiling`` shows.
+The batch row has no such ceiling: the minimal app has no batch route and a batch is one
+transaction of 100 matches.
 
 The load generator shares the machine's cores with the server and the database. With wrk
 installed (``--load-generator auto``, the default, or ``wrk``) it drives every case for
@@ -31,8 +67,8 @@ machine a few percent of a core; the Python client costs about a millisecond of 
 request, so with it the ceiling row is the client's own limit rather than the minimal
 app's (``--load-generator python`` measures a fixed count of requests that way).
 The CPU columns are the CPU time the server's workers, and the PostgreSQL backends
-serving them, spent per request (per match for batches) during the timed requests: on a
-shared machine they move far less with the load than rates and latencies do.
+serving them, spent per request (per match for batches and the floor) during the timed
+requests: on a shared machine they move far less with the load than rates and latencies do.
 """
 
 from __future__ import annotations
@@ -40,6 +76,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import math
 import os
@@ -354,12 +391,15 @@ def post_requests(path: str, bodies: list[dict[str, Any]]) -> list[list[Any]]:
 # -- databases and seeding --------------------------------------------------------------------
 
 
-def create_postgres(server: str, name: str) -> str:
+def create_postgres(server: str, name: str, template: str | None = None) -> str:
+    """A new database ``name`` on ``server`` (a copy of the database ``template`` if given,
+    which nobody may be connected to); returns its URL."""
     import psycopg
 
+    copy = f' TEMPLATE "{template}"' if template else ""
     with psycopg.connect(f"{server}/postgres", autocommit=True) as connection:
         connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        connection.execute(f'CREATE DATABASE "{name}"')
+        connection.execute(f'CREATE DATABASE "{name}"{copy}')
     return f"{server}/{name}"
 
 
@@ -507,6 +547,7 @@ class Row:
     p95: float = math.nan
     p99: float = math.nan
     ratio: float = math.nan
+    ceiling: float = math.nan
     server_cpu: float = math.nan
     db_cpu: float = math.nan
     note: str = ""
@@ -723,9 +764,17 @@ def to_row(database: str, workers: int, case: str, result: dict[str, Any], per: 
 
 def progress(row: Row) -> None:
     """One finished row on stderr, so a long run shows where it is."""
+    figures = [f"{row.rate:,.0f} {row.unit}"]
+    if not math.isnan(row.p99):
+        figures.append(f"p99 {row.p99:.1f} ms")
+    figures.append(f"server CPU {row.server_cpu:.2f} ms")
+    if not math.isnan(row.db_cpu):
+        figures.append(f"db CPU {row.db_cpu:.2f} ms")
+    if not math.isnan(row.ceiling):
+        figures.append(f"{row.rate / row.ceiling:.2f} of the ceiling, {row.ceiling:,.0f}/s")
+    workers = f" x{row.workers}" if row.workers else ""
     print(
-        f"{row.database} x{row.workers} {row.case}: {row.rate:,.0f} {row.unit}, "
-        f"p99 {row.p99:.1f} ms, server CPU {row.server_cpu:.2f} ms {row.note}",
+        f"{row.database}{workers} {row.case}: {', '.join(figures)} {row.note}",
         file=sys.stderr,
         flush=True,
     )
@@ -744,6 +793,311 @@ def loadavg() -> str:
         return "?"
 
 
+# -- the database's floor ---------------------------------------------------------------------
+
+#: Matches per transaction of the floor: the most a worker writes in one transaction (its
+#: group commit, ``RATINGS_WRITE_GROUP_MAX``'s default).
+FLOOR_GROUP = 16
+
+#: The repository functions whose statements are a recorded group's database work (run by
+#: ``app.services.recording.record_group``): the key, the ladder and the match_ids recorded
+#: already (``_KEY_AND_LADDER_SQL``), the players' row locks in id order
+#: (``_LOCK_PLAYERS_SQL``), and the matches, participants, history and ratings
+#: (``_WRITE_MATCHES_SQL``; on SQLite the next seqs and one executemany per table).
+FLOOR_STATEMENTS = ("key_and_ladder", "lock_players", "write_recorded")
+
+#: The tables a recording writes: the floor's database must end with the same rows in them
+#: as the service's.
+FLOOR_TABLES = ("matches", "participants", "rating_history", "ratings")
+
+#: One statement as the driver was handed it: its text, its parameters, executemany or not.
+Statement = tuple[str, Any, bool]
+
+
+@contextlib.contextmanager
+def captured_statements(engine: Any) -> Iterator[list[Statement]]:
+    """Collects what the driver is handed while one of :data:`FLOOR_STATEMENTS` runs.
+
+    The functions are wrapped where the recording service calls them (the module
+    ``app.storage.repositories``), and a listener on ``engine`` takes each statement's text
+    and parameters at the cursor, after SQLAlchemy has compiled and converted them."""
+    from sqlalchemy import event
+
+    from app.storage import repositories
+
+    statements: list[Statement] = []
+    depth = [0]
+
+    def listen(
+        _conn: Any, _cursor: Any, text: str, parameters: Any, _context: Any, many: bool
+    ) -> None:
+        if depth[0]:
+            statements.append((text, parameters, many))
+
+    def wrap(function: Any) -> Any:
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            depth[0] += 1
+            try:
+                return function(*args, **kwargs)
+            finally:
+                depth[0] -= 1
+
+        return wrapped
+
+    originals = {name: getattr(repositories, name) for name in FLOOR_STATEMENTS}
+    event.listen(engine, "before_cursor_execute", listen)
+    for name, function in originals.items():
+        setattr(repositories, name, wrap(function))
+    try:
+        yield statements
+    finally:
+        for name, function in originals.items():
+            setattr(repositories, name, function)
+        event.remove(engine, "before_cursor_execute", listen)
+
+
+def prepare_floor(url: str, bodies: dict[str, list[dict[str, Any]]]) -> str:
+    """Migrate ``url`` and make an admin key (:func:`prepare_database`), then a TrueSkill
+    ladder ``floor-<shape>`` per shape, as the service runs make theirs, holding a rating at
+    the prior for every player of that shape's matches (the service's own insert of new
+    players: the floor measures recordings of rated players). Returns the key."""
+    from datetime import UTC, datetime
+
+    from app.api.schemas import LadderCreate
+    from app.domain.ladders import ladder_config
+    from app.services import ladders, recording
+    from app.storage import repositories
+    from app.storage.engine import dispose_engines, get_engine, session_factory
+
+    key = prepare_database(url)
+    now = datetime.now(UTC)
+    session = session_factory(get_engine(url))()
+    try:
+        for mode, matches in bodies.items():
+            body = LadderCreate(id=f"floor-{mode}", algorithm="trueskill")
+            ladders.create_ladder(session=session, body=body, now=now)
+            ladder = repositories.get_ladder(session=session, ladder_id=body.id)
+            assert ladder is not None
+            recording._insert_ratings(
+                session=session,
+                ladder=ladder,
+                config=ladder_config(ladder),
+                players=sorted({p for match in matches for team in match["teams"] for p in team}),
+                now=now,
+            )
+        session.commit()
+    finally:
+        session.close()
+        dispose_engines()
+    return key
+
+
+def capture_floor(
+    url: str, key: str, ladder_id: str, bodies: list[dict[str, Any]]
+) -> list[list[Statement]]:
+    """Record ``bodies`` on ``url`` with the service's ``record_group``, :data:`FLOOR_GROUP`
+    a transaction in arrival order, as a worker's group commit writes them; returns each
+    transaction's statements (:func:`captured_statements`)."""
+    from datetime import UTC, datetime
+
+    from app.api.schemas import MatchCreate
+    from app.services import auth
+    from app.services.recording import Submitted, record_group
+    from app.storage import unit_of_work
+    from app.storage.engine import dispose_engines, get_engine, session_factory
+
+    def work(group: list[Submitted]) -> Any:
+        return lambda session: record_group(session=session, submitted=group)
+
+    engine = get_engine(url)
+    factory = session_factory(engine)
+    digest = auth.hash_key(key)
+    transactions: list[list[Statement]] = []
+    try:
+        with captured_statements(engine) as statements:
+            for start in range(0, len(bodies), FLOOR_GROUP):
+                group = [
+                    Submitted(
+                        ladder_id=ladder_id,
+                        key_digest=digest,
+                        body=MatchCreate.model_validate(body),
+                        now=datetime.now(UTC),
+                    )
+                    for body in bodies[start : start + FLOOR_GROUP]
+                ]
+                answers = unit_of_work.run(work(group), session_factory=factory)
+                refused = [a for a in answers if not isinstance(a, tuple) or not a[1]]
+                if refused:
+                    raise RuntimeError(f"floor: a match was not recorded: {refused[0]!r}")
+                transactions.append(statements[:])
+                statements.clear()
+    finally:
+        dispose_engines()
+    return transactions
+
+
+def replay_floor(
+    database: str, url: str, transactions: list[list[Statement]], warmup: int
+) -> dict[str, float]:
+    """Run ``transactions`` on ``url`` through the bare driver, each statement with its
+    captured parameters and its rows fetched (on SQLite the first statement is the service's
+    ``BEGIN IMMEDIATE``), a commit after each transaction: the first
+    ``warmup`` untimed, then the rest timed. Returns the wall time, this process's CPU time
+    (the driver's; on SQLite the database's too) and the PostgreSQL backends' CPU time."""
+    from app.storage.engine import dispose_engines, get_engine
+
+    connection: Any
+    if database == "postgresql":
+        import psycopg
+
+        connection = psycopg.connect(url)
+        close = connection.close
+    else:
+        # sqlite3's own connection, opened by the service's engine: the same pragmas.
+        pooled = get_engine(url).raw_connection()
+        connection = pooled.driver_connection
+        close = pooled.close
+
+    def run(part: list[list[Statement]]) -> None:
+        cursor = connection.cursor()
+        for statements in part:
+            for text, parameters, many in statements:
+                if many:
+                    cursor.executemany(text, parameters)
+                else:
+                    cursor.execute(text, parameters)
+                if cursor.description is not None:
+                    cursor.fetchall()
+            connection.commit()
+        cursor.close()
+
+    db_url = url if database == "postgresql" else None
+    # The captured parameters are many objects: the collector must not scan them meanwhile.
+    gc.collect()
+    gc.disable()
+    try:
+        run(transactions[:warmup])
+        db_before = cpu_seconds(postgres_backends(db_url))
+        cpu_before = time.process_time()
+        started = time.perf_counter()
+        run(transactions[warmup:])
+        wall = time.perf_counter() - started
+        cpu = time.process_time() - cpu_before
+        db_after = cpu_seconds(postgres_backends(db_url))
+    finally:
+        gc.enable()
+        close()
+        dispose_engines()
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        "db_cpu": cpu_delta(db_before, db_after) if db_url else math.nan,
+    }
+
+
+def same_rows(first: str, second: str) -> None:
+    """Raise unless the databases ``first`` and ``second`` hold the same rows in every one of
+    :data:`FLOOR_TABLES`."""
+    from sqlalchemy import create_engine, text
+
+    from app.storage.engine import normalize_url
+
+    for table in FLOOR_TABLES:
+        found = []
+        for url in (first, second):
+            engine = create_engine(normalize_url(url))
+            try:
+                with engine.connect() as connection:
+                    rows = connection.execute(text(f"SELECT * FROM {table}")).all()
+            finally:
+                engine.dispose()
+            found.append(sorted((tuple(row) for row in rows), key=repr))
+        if found[0] != found[1]:
+            raise RuntimeError(f"floor: {table} differs from what the service wrote")
+
+
+def floor_rows(
+    database: str,
+    bodies: dict[str, list[dict[str, Any]]],
+    warmup: int,
+    workdir: Path,
+    server: str = "",
+) -> dict[str, Row]:
+    """The database's floor for each shape of ``bodies``: the rows the service writes for
+    those matches, written with its own statements through the bare driver, on a database
+    of its own (the first ``warmup`` matches untimed).
+
+    The service records every shape's matches on one database (:func:`prepare_floor`,
+    :func:`capture_floor`), which was first copied (the same key, ladders and players).
+    The copy then gets the same transactions through the driver alone
+    (:func:`replay_floor`), timed, and must end with the same rows as the service's."""
+    from app.storage.engine import dispose_engines
+
+    names = (f"ratings_floor_{os.getpid()}", f"ratings_floor_{os.getpid()}_copy")
+    if database == "sqlite":
+        paths = [workdir / f"{name}.db" for name in names]
+        urls = [f"sqlite:///{path}" for path in paths]
+    else:
+        urls = [create_postgres(server, names[0])]
+    rows: dict[str, Row] = {}
+    try:
+        key = prepare_floor(urls[0], bodies)
+        if database == "sqlite":
+            import sqlite3
+
+            source, target = sqlite3.connect(paths[0]), sqlite3.connect(paths[1])
+            source.backup(target)
+            source.close()
+            target.close()
+        else:
+            urls.append(create_postgres(server, names[1], template=names[0]))
+        for mode, matches in bodies.items():
+            transactions = capture_floor(urls[0], key, f"floor-{mode}", matches)
+            skip = warmup // FLOOR_GROUP
+            result = replay_floor(database, urls[1], transactions, skip)
+            n = len(matches) - skip * FLOOR_GROUP
+            statements = sum(len(t) for t in transactions) / len(transactions)
+            driver = "psycopg" if database == "postgresql" else "sqlite3"
+            row = Row(
+                database=database,
+                workers=0,
+                case=f"floor {mode}",
+                count=n,
+                rate=n / result["wall"],
+                unit="matches/s",
+                server_cpu=result["cpu"] * 1000 / n,
+                db_cpu=result["db_cpu"] * 1000 / n,
+                note=(
+                    f"{driver} alone, one connection, {FLOOR_GROUP} matches and "
+                    f"{statements:.0f} statements a transaction"
+                ),
+            )
+            rows[mode] = row
+            progress(row)
+        same_rows(urls[0], urls[1])
+    finally:
+        dispose_engines()
+        if database == "postgresql":
+            for name in names:
+                drop_postgres(server, name)
+    return rows
+
+
+def ceiling_rate(app: Row, floor: Row, workers: int, cores: int) -> float:
+    """The truer ceiling of single-match POSTs, per second: the minimal app's server CPU per
+    request ``a`` plus the floor's CPU per match, ``c`` in the process running the driver
+    (with SQLite's own work on SQLite) and ``d`` in the PostgreSQL backends:
+    ``min(workers / (a + c), cores / (a + c + d))``; on SQLite, where one writer at a time
+    holds the database for its whole transaction, at most the floor's own rate as well."""
+    a = app.server_cpu / 1000
+    c = floor.server_cpu / 1000
+    d = 0.0 if math.isnan(floor.db_cpu) else floor.db_cpu / 1000
+    rate = min(workers / (a + c), cores / (a + c + d))
+    if floor.database == "sqlite":
+        rate = min(rate, floor.rate)
+    return rate
+
+
 # -- the run ----------------------------------------------------------------------------------
 
 
@@ -755,6 +1109,9 @@ class Plan:
     batch_size: int
     reads: int
     players: int
+    #: Matches of each shape the floor writes, the first ``floor_warmup`` of them untimed.
+    floor_matches: int
+    floor_warmup: int
 
 
 def ceiling_rows(
@@ -793,6 +1150,7 @@ def service_rows(
     url: str,
     bodies: dict[str, list[Any]],
     ceiling: dict[tuple[int, str], Row],
+    floors: dict[str, Row],
 ) -> list[Row]:
     import httpx
 
@@ -845,6 +1203,10 @@ def service_rows(
                 )
                 row = to_row(database, workers, f"POST match {mode}", result)
                 row.ratio = row.rate / ceiling[(workers, mode)].rate
+                if mode in floors:
+                    row.ceiling = ceiling_rate(
+                        ceiling[(workers, mode)], floors[mode], workers, os.cpu_count() or 1
+                    )
                 rows.append(row)
                 progress(row)
 
@@ -934,6 +1296,8 @@ def format_table(rows: list[Row], markdown: bool) -> str:
         "p50 ms",
         "p95 ms",
         "p99 ms",
+        "x app",
+        "ceiling/s",
         "x ceiling",
         "server CPU ms",
         "db CPU ms",
@@ -945,7 +1309,7 @@ def format_table(rows: list[Row], markdown: bool) -> str:
         body.append(
             [
                 row.database,
-                str(row.workers),
+                str(row.workers) if row.workers else "-",
                 row.case,
                 f"{row.count:,}" if row.count else "-",
                 f"{row.rate:,.0f} {row.unit}" if not math.isnan(row.rate) else "-",
@@ -953,6 +1317,8 @@ def format_table(rows: list[Row], markdown: bool) -> str:
                 f"{row.p95:.1f}" if not math.isnan(row.p95) else "-",
                 f"{row.p99:.1f}" if not math.isnan(row.p99) else "-",
                 f"{row.ratio:.2f}" if not math.isnan(row.ratio) else "-",
+                f"{row.ceiling:,.0f}" if not math.isnan(row.ceiling) else "-",
+                f"{row.rate / row.ceiling:.2f}" if not math.isnan(row.ceiling) else "-",
                 f"{row.server_cpu:.2f}" if not math.isnan(row.server_cpu) else "-",
                 f"{row.db_cpu:.2f}" if not math.isnan(row.db_cpu) else "-",
                 row.note,
@@ -1024,7 +1390,14 @@ def main() -> int:
 
     if args.quick:
         plan = Plan(
-            matches=2000, warmup=200, batch_matches=2000, batch_size=100, reads=500, players=100_000
+            matches=2000,
+            warmup=200,
+            batch_matches=2000,
+            batch_size=100,
+            reads=500,
+            players=100_000,
+            floor_matches=1024,
+            floor_warmup=128,
         )
     else:
         plan = Plan(
@@ -1034,13 +1407,17 @@ def main() -> int:
             batch_size=100,
             reads=2000,
             players=1_000_000,
+            floor_matches=3200,
+            floor_warmup=320,
         )
     if args.players:
         plan.players = args.players
     if args.matches:
         plan.matches = args.matches
 
-    total = plan.warmup + max(plan.matches, plan.batch_matches)
+    total = max(
+        plan.warmup + max(plan.matches, plan.batch_matches), plan.floor_warmup + plan.floor_matches
+    )
     workdir = Path(tempfile.mkdtemp(prefix="ratings-bench-http-"))
     started = time.perf_counter()
     load_before = loadavg()
@@ -1052,15 +1429,29 @@ def main() -> int:
         }
         ceiling = ceiling_rows(args, plan, workdir, bodies)
         rows.extend(ceiling[(w, mode)] for w in args.workers for mode in MODES)
+        floor_count = plan.floor_warmup + plan.floor_matches
         for database in databases:
+            # The floor writes the first matches the service runs post, on databases of its own.
+            floors = floor_rows(
+                database,
+                {mode: bodies[mode][:floor_count] for mode in MODES},
+                plan.floor_warmup,
+                workdir,
+                args.postgres,
+            )
+            rows.extend(floors.values())
             if database == "sqlite":
                 url = f"sqlite:///{workdir / 'ratings.db'}"
-                rows.extend(service_rows(args, plan, workdir, database, url, bodies, ceiling))
+                rows.extend(
+                    service_rows(args, plan, workdir, database, url, bodies, ceiling, floors)
+                )
             else:
                 name = f"ratings_bench_{os.getpid()}"
                 url = create_postgres(args.postgres, name)
                 try:
-                    rows.extend(service_rows(args, plan, workdir, database, url, bodies, ceiling))
+                    rows.extend(
+                        service_rows(args, plan, workdir, database, url, bodies, ceiling, floors)
+                    )
                 finally:
                     from app.storage.engine import dispose_engines
 
@@ -1084,6 +1475,11 @@ def main() -> int:
             print(
                 f"- {row.database}: {plan.players:,} players seeded via {row.extra['seeded_via']}"
             )
+    print(
+        f"- ceiling/s = min(W / (a + c), N / (a + c + d)), N = {os.cpu_count() or 1} cores, W the "
+        "workers, a the minimal app's server CPU per request, c and d the floor's CPU per match "
+        "in the driver's process and in PostgreSQL; on SQLite at most the floor's rate too"
+    )
     print(f"- machine: {machine()}")
     if WRK:
         print(
