@@ -35,6 +35,9 @@ class Settings(BaseSettings):
     sqlite_busy_timeout_ms: int = Field(default=30_000, ge=0)
     #: Most single-match POSTs a worker writes in one transaction (group commit).
     write_group_max: int = Field(default=16, ge=1, le=256)
+    #: How long a busy worker waits for more single matches before it writes the next
+    #: group, in milliseconds (0: never waits).
+    write_group_wait_ms: float = Field(default=1.0, ge=0, le=100)
     #: How long ``/readyz`` waits for the database before answering 503, in seconds.
     readiness_timeout_s: float = Field(default=2.0, gt=0, le=60)
     #: uvicorn's log level: critical, error, warning, info, debug or trace.

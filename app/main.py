@@ -157,7 +157,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         title="ratings", version="1.0.0", description=DESCRIPTION, lifespan=_lifespan
     )
     install_error_handlers(application)
-    application.state.group_writer = GroupWriter(settings.write_group_max)
+    application.state.group_writer = GroupWriter(
+        settings.write_group_max, settings.write_group_wait_ms / 1000
+    )
     application.include_router(api_router)
     application.include_router(ops_router)
     # Added last, runs first: the metrics see every answer, the 413s included.

@@ -72,8 +72,9 @@ def _write_alone(submitted: Submitted) -> Answer:
 class GroupWriter:
     """The single-match POSTs of one worker, written in groups of at most ``max_group``."""
 
-    def __init__(self, max_group: int) -> None:
+    def __init__(self, max_group: int, wait_s: float = 0.0) -> None:
         self.max_group = max_group
+        self.wait_s = wait_s
         self._waiting: deque[_Waiting] = deque()
         self._writing = False
         self._task: asyncio.Task[None] | None = None
@@ -116,8 +117,16 @@ class GroupWriter:
 
     async def _drain(self) -> None:
         try:
+            busy = False
             while self._waiting:
+                if busy and self.wait_s > 0 and len(self._waiting) < self.max_group:
+                    # Under load the answers just sent bring their clients' next matches
+                    # within a moment: wait for them, so that groups grow and each match
+                    # costs less (a lone request never waits: busy is set by a group of two
+                    # or more).
+                    await asyncio.sleep(self.wait_s)
                 group = self._next_group()
+                busy = len(group) > 1
                 WRITE_GROUP_SIZE.observe(len(group))
                 try:
                     answers = await to_thread.run_sync(

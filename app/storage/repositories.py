@@ -1086,19 +1086,27 @@ _KEY_AND_LADDER = (
     "FROM (SELECT 1 AS one) AS one "
     "LEFT JOIN api_keys AS k ON k.key_hash = :key_hash "
     "LEFT JOIN (SELECT algorithm, params FROM ladders WHERE id = :ladder_id{lock}) AS l ON 1 = 1 "
-    "LEFT JOIN (SELECT {aggregate}(json_array(match_id, body_hash, result)) AS recorded "
-    "FROM matches WHERE ladder_id = :ladder_id AND match_id {named}) AS m ON 1 = 1"
+    "LEFT JOIN ({recorded}) AS m ON 1 = 1"
 )
 _KEY_AND_LADDER_SQL = {
+    # One unique-index lookup per match_id asked about (a nested loop over the ids; OFFSET 0
+    # keeps the lookup from being merged into a join): the plan does not hang on the
+    # ladder's match count, which a growing ladder's statistics underestimate.
     "postgresql": text(
         _KEY_AND_LADDER.format(
             lock=" FOR SHARE",
-            aggregate="json_agg",
-            named="IN (SELECT json_array_elements_text(CAST(:match_ids AS JSON)))",
-        ).replace("json_array(", "json_build_array(")
+            recorded="SELECT json_agg(json_build_array(r.match_id, r.body_hash, r.result)) "
+            "AS recorded FROM json_array_elements_text(CAST(:match_ids AS JSON)) AS q(match_id) "
+            "CROSS JOIN LATERAL (SELECT match_id, body_hash, result FROM matches "
+            "WHERE ladder_id = :ladder_id AND match_id = q.match_id OFFSET 0) AS r",
+        )
     ).columns(**_KEY_COLUMNS),
     "sqlite": text(
-        _KEY_AND_LADDER.format(lock="", aggregate="json_group_array", named="IN :match_ids")
+        _KEY_AND_LADDER.format(
+            lock="",
+            recorded="SELECT json_group_array(json_array(match_id, body_hash, result)) "
+            "AS recorded FROM matches WHERE ladder_id = :ladder_id AND match_id IN :match_ids",
+        )
     )
     .bindparams(bindparam("match_ids", expanding=True))
     .columns(**_KEY_COLUMNS),
@@ -1261,13 +1269,22 @@ WITH matches_written AS (
            mu_before, sigma_before, mu_after, sigma_after
     FROM played
 ), ratings_written AS (
+    -- Each row found by its key, then updated by its physical id: one index lookup and
+    -- one TID scan per player whatever the statistics say (a growing ladder's look small,
+    -- and a hash join would scan every rating).
     UPDATE ratings AS t
     SET mu = v.mu, sigma = v.sigma, conservative = v.conservative, matches = v.matches,
         last_played_at = v.last_played_at, updated_at = v.updated_at
-    FROM json_to_recordset(CAST(:ratings AS JSON)) AS v(
-        ladder_id VARCHAR, player_id VARCHAR, mu FLOAT8, sigma FLOAT8, conservative FLOAT8,
-        matches INTEGER, last_played_at TIMESTAMPTZ, updated_at TIMESTAMPTZ)
-    WHERE t.ladder_id = v.ladder_id AND t.player_id = v.player_id
+    FROM (
+        SELECT v.*, r.row_id FROM json_to_recordset(CAST(:ratings AS JSON)) AS v(
+            ladder_id VARCHAR, player_id VARCHAR, mu FLOAT8, sigma FLOAT8, conservative FLOAT8,
+            matches INTEGER, last_played_at TIMESTAMPTZ, updated_at TIMESTAMPTZ)
+        CROSS JOIN LATERAL (
+            SELECT ctid AS row_id FROM ratings
+            WHERE ladder_id = v.ladder_id AND player_id = v.player_id OFFSET 0
+        ) AS r
+    ) AS v
+    WHERE t.ctid = v.row_id
 )
 SELECT seq, ladder_id, match_id FROM matches_written
 """

@@ -168,6 +168,7 @@ class TestSettings:
             "RATINGS_READINESS_TIMEOUT_S": "0.5",
             "RATINGS_LOG_LEVEL": "WARNING",
             "RATINGS_WRITE_GROUP_MAX": "8",
+            "RATINGS_WRITE_GROUP_WAIT_MS": "0.5",
         }
         for name, value in values.items():
             monkeypatch.setenv(name, value)
@@ -186,6 +187,7 @@ class TestSettings:
             "readiness_timeout_s": 0.5,
             "log_level": "warning",
             "write_group_max": 8,
+            "write_group_wait_ms": 0.5,
         }
 
 
