@@ -642,6 +642,15 @@ class StoredMatch(NamedTuple):
     result: str
 
 
+_FIND_MATCHES_SQL = text(
+    # One unique-index lookup per id (OFFSET 0 keeps it from being merged into a join).
+    "SELECT r.match_id, r.body_hash, r.result "
+    "FROM json_array_elements_text(CAST(:match_ids AS JSON)) AS q(match_id) "
+    "CROSS JOIN LATERAL (SELECT match_id, body_hash, result FROM matches "
+    "WHERE ladder_id = :ladder_id AND match_id = q.match_id OFFSET 0) AS r"
+)
+
+
 def find_matches(
     *, session: Session, ladder_id: str, match_ids: Sequence[str]
 ) -> dict[str, StoredMatch]:
@@ -649,14 +658,16 @@ def find_matches(
     found: dict[str, StoredMatch] = {}
     for chunk in _chunks(match_ids, session):
         if _dialect(session) == "postgresql":
-            ids = bindparam("match_ids", value=list(chunk), type_=ARRAY(String))
-            condition = Match.match_id == any_(ids)
+            rows = session.execute(
+                _FIND_MATCHES_SQL, {"ladder_id": ladder_id, "match_ids": _ids(session, chunk)}
+            )
         else:
-            condition = Match.match_id.in_(list(chunk))
-        query = select(Match.match_id, Match.body_hash, Match.result).where(
-            Match.ladder_id == ladder_id, condition
-        )
-        found.update((row[0], StoredMatch(*row)) for row in session.execute(query))
+            rows = session.execute(
+                select(Match.match_id, Match.body_hash, Match.result).where(
+                    Match.ladder_id == ladder_id, Match.match_id.in_(list(chunk))
+                )
+            )
+        found.update((row[0], StoredMatch(*row)) for row in rows)
     return found
 
 
