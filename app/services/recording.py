@@ -289,7 +289,7 @@ def _check_numbers(
 # -- the result document ---------------------------------------------------------------------
 
 
-def participant_rows(
+def history_rows(
     *,
     config: LadderConfig,
     ladder_id: str,
@@ -300,7 +300,7 @@ def participant_rows(
     after: tuple[list[float], list[float]],
     offset: int,
 ) -> list[dict[str, Any]]:
-    """The ``participants`` rows of one match, as dicts of :data:`PARTICIPANT_COLUMNS`."""
+    """The ``rating_history`` rows of one match, as dicts of :data:`HISTORY_COLUMNS`."""
     values: list[tuple[Any, ...]] = []
     _participant_values(
         config=config,
@@ -311,9 +311,10 @@ def participant_rows(
         before=before,
         after=after,
         offset=offset,
-        participants=values,
+        participants=[],
+        history=values,
     )
-    return [dict(zip(PARTICIPANT_COLUMNS, row, strict=True)) for row in values]
+    return [dict(zip(HISTORY_COLUMNS, row, strict=True)) for row in values]
 
 
 def _participant_values(
@@ -343,7 +344,7 @@ def _participant_values(
             mb, ma = mu_b[k], mu_a[k]
             sb, sa = (sigma_b[k], sigma_a[k]) if bayesian else (None, None)
             weight = team_weights[i] if team_weights is not None else 1.0
-            participants.append((seq, player, ladder_id, j, i, rank, weight, mb, sb, ma, sa))
+            participants.append((seq, player, ladder_id, j, i, rank, weight))
             if history is not None:
                 history.append(
                     (ladder_id, player, "match", seq, match_id, played_at, mb, sb, ma, sa)

@@ -174,13 +174,15 @@ class Match(Base):
 
 
 class Participant(Base):
-    """One player's part in one match: team, weight, outcome and the rating change."""
+    """One player's part in one match: team, place in it, weight and outcome (rank).
+
+    The rating change is not repeated here: it is the match's ``rating_history`` rows (and
+    its result document), which re-rating rewrites.
+    """
 
     __tablename__ = "participants"
     __table_args__ = (
         CheckConstraint("weight >= 0 AND weight <= 1", name="weight_range"),
-        CheckConstraint(f"mu_before {FINITE} AND mu_after {FINITE}", name="mu_finite"),
-        CheckConstraint(SIGMAS_POSITIVE, name="sigma_positive"),
         Index("ix_participants_player", "ladder_id", "player_id", "match_seq"),
     )
 
@@ -193,10 +195,6 @@ class Participant(Base):
     position: Mapped[int] = mapped_column(Integer)
     rank: Mapped[int] = mapped_column(Integer)
     weight: Mapped[float] = mapped_column(Float)
-    mu_before: Mapped[float] = mapped_column(Float)
-    sigma_before: Mapped[float | None] = mapped_column(Float, nullable=True)
-    mu_after: Mapped[float] = mapped_column(Float)
-    sigma_after: Mapped[float | None] = mapped_column(Float, nullable=True)
 
 
 class RatingHistory(Base):

@@ -1018,17 +1018,6 @@ def update_history(*, session: Session, rows: Sequence[dict[str, Any]]) -> None:
     )
 
 
-def update_participants(*, session: Session, rows: Sequence[dict[str, Any]]) -> None:
-    """Rewrite participants' ratings in place: each row has ``match_seq``, ``player_id``,
-    ``mu_before``, ``sigma_before``, ``mu_after``, ``sigma_after``."""
-    bulk_update(
-        session=session,
-        table=cast(Table, Participant.__table__),
-        keys=("match_seq", "player_id"),
-        rows=rows,
-    )
-
-
 def update_matches(*, session: Session, rows: Sequence[dict[str, Any]]) -> None:
     """Rewrite matches' ``quality``, ``result`` and ``voided_at`` by ``seq``."""
     bulk_update(session=session, table=cast(Table, Match.__table__), keys=("seq",), rows=rows)
@@ -1186,10 +1175,6 @@ PARTICIPANT_COLUMNS = (
     "position",
     "rank",
     "weight",
-    "mu_before",
-    "sigma_before",
-    "mu_after",
-    "sigma_after",
 )
 HISTORY_COLUMNS = (
     "ladder_id",
@@ -1204,6 +1189,11 @@ HISTORY_COLUMNS = (
     "sigma_after",
 )
 
+
+#: The columns of a history row the statement of :func:`write_recorded` reads, the last
+#: ones of :data:`HISTORY_COLUMNS` (the others are the participants row's, or the match's).
+_PLAYED_FROM = HISTORY_COLUMNS.index("match_id")
+_PLAYED_HISTORY = HISTORY_COLUMNS[_PLAYED_FROM:]
 
 _MATCHES = cast(Table, Match.__table__)
 _PARTICIPANTS = cast(Table, Participant.__table__)
@@ -1240,10 +1230,8 @@ WITH matches_written AS (
         sigma_after FLOAT8, match_id VARCHAR, played_at TIMESTAMPTZ)
     JOIN matches_written AS w ON w.ladder_id = v.ladder_id AND w.match_id = v.match_id
 ), participants_written AS (
-    INSERT INTO participants (match_seq, player_id, ladder_id, team, position, rank, weight,
-                              mu_before, sigma_before, mu_after, sigma_after)
-    SELECT seq, player_id, ladder_id, team, position, rank, weight,
-           mu_before, sigma_before, mu_after, sigma_after
+    INSERT INTO participants (match_seq, player_id, ladder_id, team, position, rank, weight)
+    SELECT seq, player_id, ladder_id, team, position, rank, weight
     FROM played
 ), history_written AS (
     INSERT INTO rating_history (ladder_id, player_id, kind, match_seq, match_id, played_at,
@@ -1333,11 +1321,12 @@ def write_recorded(
     parameters["meta"] = [json_text(value) for value in parameters["meta"]]
     parameters["result_head"] = [head for head, _ in columns[MATCH_COLUMNS.index("result")]]
     parameters["result_tail"] = [tail for _, tail in columns[MATCH_COLUMNS.index("result")]]
+    # Each player of each match: its participants row and its history row as one document.
     played = []
     for p, h in zip(participants, history, strict=True):
         doc = dict(zip(PARTICIPANT_COLUMNS[1:], p[1:], strict=True))
-        doc["match_id"] = h[4]
-        doc["played_at"] = _iso(h[5])
+        doc.update(zip(_PLAYED_HISTORY, h[_PLAYED_FROM:], strict=True))
+        doc["played_at"] = _iso(doc["played_at"])
         played.append(doc)
     parameters["participants"] = _json_rows(played)
     parameters["ratings"] = _json_rows(

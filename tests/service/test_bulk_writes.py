@@ -176,10 +176,7 @@ def test_awkward_values_survive_the_bulk_insert_and_update(
         repositories.insert_values(
             session=session, table=MATCHES, names=MATCH_COLUMNS, values=matches
         )
-        participants = [
-            (7, player, "awk", 0, i, 1, 1 / 3, 0.1 * i, None, -0.0, None)
-            for i, player in enumerate(AWKWARD_IDS)
-        ]
+        participants = [(7, player, "awk", 0, i, 1, 1 / 3) for i, player in enumerate(AWKWARD_IDS)]
         repositories.insert_values(
             session=session, table=PARTICIPANTS, names=PARTICIPANT_COLUMNS, values=participants
         )
@@ -213,14 +210,9 @@ def test_awkward_values_survive_the_bulk_insert_and_update(
             ).scalars()
             assert list(raw) == [repositories.json_text(meta), "null"]
         got = session.execute(
-            text(
-                "SELECT player_id, weight, mu_before, sigma_before, mu_after, sigma_after "
-                "FROM participants ORDER BY position"
-            )
+            text("SELECT player_id, weight FROM participants ORDER BY position")
         ).all()
-        assert [tuple(row) for row in got] == [
-            (player, 1 / 3, 0.1 * i, None, -0.0, None) for i, player in enumerate(AWKWARD_IDS)
-        ]
+        assert [tuple(row) for row in got] == [(player, 1 / 3) for player in AWKWARD_IDS]
         got = session.execute(
             text(
                 "SELECT player_id, mu_before, sigma_before, mu_after, sigma_after FROM "
