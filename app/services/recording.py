@@ -621,7 +621,6 @@ def _match_rows(
             now,
             quality,
             incoming.canonical,
-            incoming.body.meta,
             parts,
             None,
         )

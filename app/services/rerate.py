@@ -190,7 +190,7 @@ def _replay_scope(
                         before=before,
                         after=after,
                         offset=offset,
-                        meta=stored.meta,
+                        meta=stored.request.get("meta"),
                     ),
                     stored.seq,
                 ),

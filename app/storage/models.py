@@ -162,9 +162,8 @@ class Match(Base):
     played_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     recorded_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     quality: Mapped[float | None] = mapped_column(Float, nullable=True)
-    #: The canonical request (teams, outcome, weights) so the match can be replayed.
+    #: The canonical request (teams, outcome, weights, meta) so the match can be replayed.
     request: Mapped[dict[str, Any]] = mapped_column(JSON)
-    meta: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     #: The response document: as first sent until a void re-rates the match (a retry gets
     #: these bytes); a voided match's document says so.
     result: Mapped[str] = mapped_column(Text)

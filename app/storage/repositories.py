@@ -828,16 +828,14 @@ class MatchRow(NamedTuple):
     match_id: str
     played_at: datetime
     recorded_at: datetime
+    #: The canonical request: teams, ranks or scores, weights and meta.
     request: dict[str, Any]
-    meta: dict[str, Any] | None
 
 
 def matches_after(*, session: Session, ladder_id: str, after_seq: int) -> list[MatchRow]:
     """The ladder's matches that count (not voided) with seq above ``after_seq``, in order."""
     query = (
-        select(
-            Match.seq, Match.match_id, Match.played_at, Match.recorded_at, Match.request, Match.meta
-        )
+        select(Match.seq, Match.match_id, Match.played_at, Match.recorded_at, Match.request)
         .where(Match.ladder_id == ladder_id, Match.seq > after_seq, Match.voided_at.is_(None))
         .order_by(Match.seq)
     )
@@ -1163,7 +1161,6 @@ MATCH_COLUMNS = (
     "recorded_at",
     "quality",
     "request",
-    "meta",
     "result",
     "voided_at",
 )
@@ -1195,6 +1192,9 @@ HISTORY_COLUMNS = (
 _PLAYED_FROM = HISTORY_COLUMNS.index("match_id")
 _PLAYED_HISTORY = HISTORY_COLUMNS[_PLAYED_FROM:]
 
+#: Where a match row holds its result document (as the text before and after its seq).
+_RESULT = MATCH_COLUMNS.index("result")
+
 _MATCHES = cast(Table, Match.__table__)
 _PARTICIPANTS = cast(Table, Participant.__table__)
 _HISTORY = cast(Table, RatingHistory.__table__)
@@ -1206,10 +1206,9 @@ _WRITE_MATCHES_SQL = text(
     """
 WITH matches_written AS (
     INSERT INTO matches (seq, ladder_id, match_id, body_hash, played_at, recorded_at, quality,
-                         request, meta, result, voided_at)
+                         request, result, voided_at)
     SELECT v.seq, v.ladder_id, v.match_id, v.body_hash, v.played_at, v.recorded_at, v.quality,
-           CAST(v.request AS JSON), CAST(v.meta AS JSON), v.result_head || v.seq || v.result_tail,
-           NULL
+           CAST(v.request AS JSON), v.result_head || v.seq || v.result_tail, NULL
     -- nextval in the derived table's own list: once per row, in the arrays' order (a
     -- volatile function keeps the table from being merged into the outer query).
     FROM (
@@ -1217,9 +1216,9 @@ WITH matches_written AS (
         FROM unnest(CAST(:ladder_id AS VARCHAR[]), CAST(:match_id AS VARCHAR[]),
                     CAST(:body_hash AS VARCHAR[]), CAST(:played_at AS TIMESTAMPTZ[]),
                     CAST(:recorded_at AS TIMESTAMPTZ[]), CAST(:quality AS FLOAT8[]),
-                    CAST(:request AS TEXT[]), CAST(:meta AS TEXT[]),
-                    CAST(:result_head AS TEXT[]), CAST(:result_tail AS TEXT[])) AS a(
-            ladder_id, match_id, body_hash, played_at, recorded_at, quality, request, meta,
+                    CAST(:request AS TEXT[]), CAST(:result_head AS TEXT[]),
+                    CAST(:result_tail AS TEXT[])) AS a(
+            ladder_id, match_id, body_hash, played_at, recorded_at, quality, request,
             result_head, result_tail)
     ) AS v
     RETURNING seq, ladder_id, match_id
@@ -1265,10 +1264,11 @@ def with_seqs(
 ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """Rows of :func:`write_recorded` with their seqs in place of their slots, and each
     match's result document whole."""
-    seq_matches = [
-        (seqs[row[0]], *row[1:9], f"{row[9][0]}{seqs[row[0]]}{row[9][1]}", *row[10:])
-        for row in matches
-    ]
+    seq_matches: list[tuple[Any, ...]] = []
+    for row in matches:
+        seq = seqs[row[0]]
+        head, tail = row[_RESULT]
+        seq_matches.append((seq, *row[1:_RESULT], f"{head}{seq}{tail}", *row[_RESULT + 1 :]))
     seq_participants = [(seqs[row[0]], *row[1:]) for row in participants]
     seq_history = [(*row[:3], seqs[row[3]], *row[4:]) for row in history]
     return seq_matches, seq_participants, seq_history
@@ -1318,9 +1318,8 @@ def write_recorded(
         if name not in ("seq", "result", "voided_at")
     }
     parameters["request"] = [json_text(value) for value in parameters["request"]]
-    parameters["meta"] = [json_text(value) for value in parameters["meta"]]
-    parameters["result_head"] = [head for head, _ in columns[MATCH_COLUMNS.index("result")]]
-    parameters["result_tail"] = [tail for _, tail in columns[MATCH_COLUMNS.index("result")]]
+    parameters["result_head"] = [head for head, _ in columns[_RESULT]]
+    parameters["result_tail"] = [tail for _, tail in columns[_RESULT]]
     # Each player of each match: its participants row and its history row as one document.
     played = []
     for p, h in zip(participants, history, strict=True):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from alembic.autogenerate import compare_metadata
@@ -93,7 +94,8 @@ def _recorded(client: TestClient) -> list[dict[str, Any]]:
 
 def test_downgrade_puts_back_what_was_dropped(client: TestClient, database_url: str) -> None:
     """Columns later revisions dropped as repeats come back from what was kept, exactly:
-    the participants' ratings from the history rows, or (a voided match) the document."""
+    the participants' ratings from the history rows, or (a voided match) the document; the
+    matches' meta from their requests."""
     documents = _recorded(client)
     assert any(document["voided"] for document in documents)
     downgrade(database_url, "0005")
@@ -107,6 +109,10 @@ def test_downgrade_puts_back_what_was_dropped(client: TestClient, database_url: 
                 )
             )
         }
+        metas = {
+            seq: json.loads(meta)
+            for seq, meta in connection.execute(text("SELECT seq, CAST(meta AS TEXT) FROM matches"))
+        }
     expected = {
         (document["seq"], player["player_id"]): (
             player["before"]["mu"],
@@ -119,6 +125,8 @@ def test_downgrade_puts_back_what_was_dropped(client: TestClient, database_url: 
         for player in team["players"]
     }
     assert participants == expected
+    assert metas == {document["seq"]: document["meta"] for document in documents}
+    assert any(meta is not None for meta in metas.values())
     upgrade(database_url)
     assert schema_is_current(get_engine(database_url))
     post_match(client, "ts", {"match_id": "d", "teams": [["p1"], ["p4"]]})
