@@ -295,7 +295,6 @@ def history_rows(
     ladder_id: str,
     seq: int,
     match: Planned,
-    ranks: Sequence[int],
     before: tuple[list[float], list[float]],
     after: tuple[list[float], list[float]],
     offset: int,
@@ -307,7 +306,6 @@ def history_rows(
         ladder_id=ladder_id,
         seq=seq,
         match=match,
-        ranks=ranks,
         before=before,
         after=after,
         offset=offset,
@@ -323,7 +321,6 @@ def _participant_values(
     ladder_id: str,
     seq: int,
     match: Planned,
-    ranks: Sequence[int],
     before: tuple[list[float], list[float]],
     after: tuple[list[float], list[float]],
     offset: int,
@@ -335,16 +332,13 @@ def _participant_values(
     bayesian = config.bayesian
     mu_b, sigma_b = before
     mu_a, sigma_a = after
-    match_id, played_at, weights = match.match_id, match.played_at, match.weights
+    match_id, played_at = match.match_id, match.played_at
     k = offset
-    for j, team in enumerate(match.teams):
-        rank = ranks[j]
-        team_weights = weights[j] if weights is not None else None
-        for i, player in enumerate(team):
+    for team in match.teams:
+        for player in team:
             mb, ma = mu_b[k], mu_a[k]
             sb, sa = (sigma_b[k], sigma_a[k]) if bayesian else (None, None)
-            weight = team_weights[i] if team_weights is not None else 1.0
-            participants.append((seq, player, ladder_id, j, i, rank, weight))
+            participants.append((seq, player, ladder_id))
             if history is not None:
                 history.append(
                     (ladder_id, player, "match", seq, match_id, played_at, mb, sb, ma, sa)
@@ -630,7 +624,6 @@ def _match_rows(
         ladder_id=ladder_id,
         seq=slot,
         match=plan,
-        ranks=ranks,
         before=before,
         after=after,
         offset=offset,

@@ -202,7 +202,6 @@ def _replay_scope(
             ladder_id=ladder.id,
             seq=stored.seq,
             match=plan,
-            ranks=ranks,
             before=before,
             after=after,
             offset=offset,

@@ -173,27 +173,22 @@ class Match(Base):
 
 
 class Participant(Base):
-    """One player's part in one match: team, place in it, weight and outcome (rank).
+    """One player of one match: what finds a player's matches (``ix_participants_player``),
+    voided ones included.
 
-    The rating change is not repeated here: it is the match's ``rating_history`` rows (and
-    its result document), which re-rating rewrites.
+    Nothing more is repeated here: the player's team, place, weight and outcome are in the
+    match's request and result document, the rating change in its ``rating_history`` rows
+    (while it counts) and its result document.
     """
 
     __tablename__ = "participants"
-    __table_args__ = (
-        CheckConstraint("weight >= 0 AND weight <= 1", name="weight_range"),
-        Index("ix_participants_player", "ladder_id", "player_id", "match_seq"),
-    )
+    __table_args__ = (Index("ix_participants_player", "ladder_id", "player_id", "match_seq"),)
 
     match_seq: Mapped[int] = mapped_column(
         BigId, ForeignKey("matches.seq", ondelete="CASCADE"), primary_key=True
     )
     player_id: Mapped[str] = mapped_column(String(128), primary_key=True)
     ladder_id: Mapped[str] = mapped_column(String(64))
-    team: Mapped[int] = mapped_column(Integer)
-    position: Mapped[int] = mapped_column(Integer)
-    rank: Mapped[int] = mapped_column(Integer)
-    weight: Mapped[float] = mapped_column(Float)
 
 
 class RatingHistory(Base):

@@ -1168,10 +1168,6 @@ PARTICIPANT_COLUMNS = (
     "match_seq",
     "player_id",
     "ladder_id",
-    "team",
-    "position",
-    "rank",
-    "weight",
 )
 HISTORY_COLUMNS = (
     "ladder_id",
@@ -1224,14 +1220,12 @@ WITH matches_written AS (
     RETURNING seq, ladder_id, match_id
 ), played AS (
     SELECT w.seq, v.* FROM json_to_recordset(CAST(:participants AS JSON)) AS v(
-        player_id VARCHAR, ladder_id VARCHAR, team INTEGER, position INTEGER, rank INTEGER,
-        weight FLOAT8, mu_before FLOAT8, sigma_before FLOAT8, mu_after FLOAT8,
-        sigma_after FLOAT8, match_id VARCHAR, played_at TIMESTAMPTZ)
+        player_id VARCHAR, ladder_id VARCHAR, match_id VARCHAR, played_at TIMESTAMPTZ,
+        mu_before FLOAT8, sigma_before FLOAT8, mu_after FLOAT8, sigma_after FLOAT8)
     JOIN matches_written AS w ON w.ladder_id = v.ladder_id AND w.match_id = v.match_id
 ), participants_written AS (
-    INSERT INTO participants (match_seq, player_id, ladder_id, team, position, rank, weight)
-    SELECT seq, player_id, ladder_id, team, position, rank, weight
-    FROM played
+    INSERT INTO participants (match_seq, player_id, ladder_id)
+    SELECT seq, player_id, ladder_id FROM played
 ), history_written AS (
     INSERT INTO rating_history (ladder_id, player_id, kind, match_seq, match_id, played_at,
                                 mu_before, sigma_before, mu_after, sigma_after)

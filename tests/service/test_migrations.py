@@ -94,8 +94,9 @@ def _recorded(client: TestClient) -> list[dict[str, Any]]:
 
 def test_downgrade_puts_back_what_was_dropped(client: TestClient, database_url: str) -> None:
     """Columns later revisions dropped as repeats come back from what was kept, exactly:
-    the participants' ratings from the history rows, or (a voided match) the document; the
-    matches' meta from their requests."""
+    the participants' ratings from the history rows, or (a voided match) the document, and
+    their teams, places, ranks and weights from the document; the matches' meta from their
+    requests."""
     documents = _recorded(client)
     assert any(document["voided"] for document in documents)
     downgrade(database_url, "0005")
@@ -104,8 +105,8 @@ def test_downgrade_puts_back_what_was_dropped(client: TestClient, database_url: 
             (seq, player): tuple(numbers)
             for seq, player, *numbers in connection.execute(
                 text(
-                    "SELECT match_seq, player_id, mu_before, sigma_before, mu_after, "
-                    "sigma_after FROM participants"
+                    "SELECT match_seq, player_id, team, position, rank, weight, mu_before, "
+                    "sigma_before, mu_after, sigma_after FROM participants"
                 )
             )
         }
@@ -115,14 +116,18 @@ def test_downgrade_puts_back_what_was_dropped(client: TestClient, database_url: 
         }
     expected = {
         (document["seq"], player["player_id"]): (
+            j,
+            i,
+            team["rank"],
+            player["weight"],
             player["before"]["mu"],
             player["before"]["sigma"],
             player["after"]["mu"],
             player["after"]["sigma"],
         )
         for document in documents
-        for team in document["teams"]
-        for player in team["players"]
+        for j, team in enumerate(document["teams"])
+        for i, player in enumerate(team["players"])
     }
     assert participants == expected
     assert metas == {document["seq"]: document["meta"] for document in documents}
