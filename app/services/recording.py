@@ -332,7 +332,7 @@ def _participant_values(
     bayesian = config.bayesian
     mu_b, sigma_b = before
     mu_a, sigma_a = after
-    match_id, played_at = match.match_id, match.played_at
+    played_at = match.played_at
     k = offset
     for team in match.teams:
         for player in team:
@@ -340,9 +340,7 @@ def _participant_values(
             sb, sa = (sigma_b[k], sigma_a[k]) if bayesian else (None, None)
             participants.append((seq, player, ladder_id))
             if history is not None:
-                history.append(
-                    (ladder_id, player, "match", seq, match_id, played_at, mb, sb, ma, sa)
-                )
+                history.append((ladder_id, player, seq, played_at, mb, sb, ma, sa))
             k += 1
 
 

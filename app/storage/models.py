@@ -192,7 +192,8 @@ class Participant(Base):
 
 
 class RatingHistory(Base):
-    """Every change of a player's rating: a match, or an adjustment (a seeded rating).
+    """Every change of a player's rating: a match (``match_seq``; its match_id is the
+    match's), or an adjustment (a seeded rating: no match).
 
     ``id`` orders one player's changes: re-rating rewrites rows in place and never renumbers
     them, so an adjustment keeps its place between the player's matches.
@@ -200,8 +201,6 @@ class RatingHistory(Base):
 
     __tablename__ = "rating_history"
     __table_args__ = (
-        CheckConstraint("kind IN ('match', 'adjustment')", name="kind"),
-        CheckConstraint("(kind = 'match') = (match_seq IS NOT NULL)", name="match_kind"),
         CheckConstraint(f"mu_before {FINITE} AND mu_after {FINITE}", name="mu_finite"),
         CheckConstraint(SIGMAS_POSITIVE, name="sigma_positive"),
         ForeignKeyConstraint(
@@ -217,11 +216,9 @@ class RatingHistory(Base):
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
     ladder_id: Mapped[str] = mapped_column(String(64))
     player_id: Mapped[str] = mapped_column(String(128))
-    kind: Mapped[str] = mapped_column(String(16))
     match_seq: Mapped[int | None] = mapped_column(
         BigId, ForeignKey("matches.seq", ondelete="CASCADE"), nullable=True
     )
-    match_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
     played_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     mu_before: Mapped[float] = mapped_column(Float)
     sigma_before: Mapped[float | None] = mapped_column(Float, nullable=True)

@@ -9,7 +9,7 @@ import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import cache
-from typing import Any, NamedTuple, cast
+from typing import Any, Literal, NamedTuple, cast
 
 from sqlalchemy import (
     JSON,
@@ -786,19 +786,48 @@ def add_history(*, session: Session, entry: RatingHistory) -> None:
     session.flush()
 
 
+class HistoryEntryRow(NamedTuple):
+    """One of a player's rating changes, with the match_id of its match (None: an
+    adjustment)."""
+
+    id: int
+    match_seq: int | None
+    match_id: str | None
+    played_at: datetime
+    mu_before: float
+    sigma_before: float | None
+    mu_after: float
+    sigma_after: float | None
+
+    @property
+    def kind(self) -> Literal["match", "adjustment"]:
+        return _kind(self.match_seq)
+
+
 def history(
     *, session: Session, ladder_id: str, player_id: str, before_id: int | None, limit: int
-) -> list[RatingHistory]:
-    """A player's rating changes, newest first, older than the entry ``before_id``."""
+) -> list[HistoryEntryRow]:
+    """A player's rating changes, newest first, older than the entry ``before_id``: a range
+    of ``ix_rating_history_player``, each change of a match joined to it for its match_id."""
     query = (
-        select(RatingHistory)
+        select(
+            RatingHistory.id,
+            RatingHistory.match_seq,
+            Match.match_id,
+            RatingHistory.played_at,
+            RatingHistory.mu_before,
+            RatingHistory.sigma_before,
+            RatingHistory.mu_after,
+            RatingHistory.sigma_after,
+        )
+        .outerjoin(Match, Match.seq == RatingHistory.match_seq)
         .where(RatingHistory.ladder_id == ladder_id, RatingHistory.player_id == player_id)
         .order_by(RatingHistory.id.desc())
         .limit(limit)
     )
     if before_id is not None:
         query = query.where(RatingHistory.id < before_id)
-    return list(session.scalars(query))
+    return [HistoryEntryRow(*row) for row in session.execute(query)]
 
 
 # -- re-rating (void, rebuild) ---------------------------------------------------------------
@@ -856,12 +885,20 @@ def match_seqs_after(*, session: Session, ladder_id: str, after_seq: int) -> lis
 class HistoryRow(NamedTuple):
     id: int
     player_id: str
-    kind: str
     match_seq: int | None
     mu_before: float
     sigma_before: float | None
     mu_after: float
     sigma_after: float | None
+
+    @property
+    def kind(self) -> Literal["match", "adjustment"]:
+        return _kind(self.match_seq)
+
+
+def _kind(match_seq: int | None) -> Literal["match", "adjustment"]:
+    """A history row of a match (its seq), or an adjustment (a seeded rating: no match)."""
+    return "adjustment" if match_seq is None else "match"
 
 
 def history_from(
@@ -873,7 +910,6 @@ def history_from(
     columns = (
         RatingHistory.id,
         RatingHistory.player_id,
-        RatingHistory.kind,
         RatingHistory.match_seq,
         RatingHistory.mu_before,
         RatingHistory.sigma_before,
@@ -885,7 +921,7 @@ def history_from(
     )
     adjustments = select(*columns).where(
         RatingHistory.id >= from_id,
-        RatingHistory.kind == "adjustment",
+        RatingHistory.match_seq.is_(None),
         RatingHistory.ladder_id == ladder_id,
     )
     rows = [HistoryRow(*row) for row in session.execute(of_matches)]
@@ -964,7 +1000,7 @@ def players_with_adjustments(
         select(RatingHistory.player_id)
         .where(
             RatingHistory.ladder_id == ladder_id,
-            RatingHistory.kind == "adjustment",
+            RatingHistory.match_seq.is_(None),
             RatingHistory.player_id.in_(list(player_ids)),
         )
         .distinct()
@@ -1172,9 +1208,7 @@ PARTICIPANT_COLUMNS = (
 HISTORY_COLUMNS = (
     "ladder_id",
     "player_id",
-    "kind",
     "match_seq",
-    "match_id",
     "played_at",
     "mu_before",
     "sigma_before",
@@ -1184,9 +1218,13 @@ HISTORY_COLUMNS = (
 
 
 #: The columns of a history row the statement of :func:`write_recorded` reads, the last
-#: ones of :data:`HISTORY_COLUMNS` (the others are the participants row's, or the match's).
-_PLAYED_FROM = HISTORY_COLUMNS.index("match_id")
+#: ones of :data:`HISTORY_COLUMNS` (the player and ladder come from the participants row,
+#: the match_id from the match's row).
+_PLAYED_FROM = HISTORY_COLUMNS.index("played_at")
 _PLAYED_HISTORY = HISTORY_COLUMNS[_PLAYED_FROM:]
+#: Where a match row holds its match_id, and a history row its match's seq.
+_MATCH_ID = MATCH_COLUMNS.index("match_id")
+_HISTORY_SEQ = HISTORY_COLUMNS.index("match_seq")
 
 #: Where a match row holds its result document (as the text before and after its seq).
 _RESULT = MATCH_COLUMNS.index("result")
@@ -1227,10 +1265,9 @@ WITH matches_written AS (
     INSERT INTO participants (match_seq, player_id, ladder_id)
     SELECT seq, player_id, ladder_id FROM played
 ), history_written AS (
-    INSERT INTO rating_history (ladder_id, player_id, kind, match_seq, match_id, played_at,
+    INSERT INTO rating_history (ladder_id, player_id, match_seq, played_at,
                                 mu_before, sigma_before, mu_after, sigma_after)
-    SELECT ladder_id, player_id, 'match', seq, match_id, played_at,
-           mu_before, sigma_before, mu_after, sigma_after
+    SELECT ladder_id, player_id, seq, played_at, mu_before, sigma_before, mu_after, sigma_after
     FROM played
 ), ratings_written AS (
     UPDATE ratings AS t
@@ -1264,7 +1301,9 @@ def with_seqs(
         head, tail = row[_RESULT]
         seq_matches.append((seq, *row[1:_RESULT], f"{head}{seq}{tail}", *row[_RESULT + 1 :]))
     seq_participants = [(seqs[row[0]], *row[1:]) for row in participants]
-    seq_history = [(*row[:3], seqs[row[3]], *row[4:]) for row in history]
+    seq_history = [
+        (*row[:_HISTORY_SEQ], seqs[row[_HISTORY_SEQ]], *row[_HISTORY_SEQ + 1 :]) for row in history
+    ]
     return seq_matches, seq_participants, seq_history
 
 
@@ -1318,6 +1357,7 @@ def write_recorded(
     played = []
     for p, h in zip(participants, history, strict=True):
         doc = dict(zip(PARTICIPANT_COLUMNS[1:], p[1:], strict=True))
+        doc["match_id"] = matches[p[0]][_MATCH_ID]
         doc.update(zip(_PLAYED_HISTORY, h[_PLAYED_FROM:], strict=True))
         doc["played_at"] = _iso(doc["played_at"])
         played.append(doc)

@@ -180,7 +180,7 @@ def test_awkward_values_survive_the_bulk_insert_and_update(
             session=session, table=PARTICIPANTS, names=PARTICIPANT_COLUMNS, values=participants
         )
         history = [
-            ("awk", player, "match", 7, "m\\1\t\n", played, 1e-300 * i, None, 1e300, 2.5)
+            ("awk", player, 7, played, 1e-300 * i, None, 1e300, 2.5)
             for i, player in enumerate(AWKWARD_IDS)
         ]
         repositories.insert_values(

@@ -96,7 +96,7 @@ def test_downgrade_puts_back_what_was_dropped(client: TestClient, database_url: 
     """Columns later revisions dropped as repeats come back from what was kept, exactly:
     the participants' ratings from the history rows, or (a voided match) the document, and
     their teams, places, ranks and weights from the document; the matches' meta from their
-    requests."""
+    requests; the history rows' kind and match_id from their matches."""
     documents = _recorded(client)
     assert any(document["voided"] for document in documents)
     downgrade(database_url, "0005")
@@ -110,6 +110,9 @@ def test_downgrade_puts_back_what_was_dropped(client: TestClient, database_url: 
                 )
             )
         }
+        history = connection.execute(
+            text("SELECT kind, match_seq, match_id FROM rating_history")
+        ).all()
         metas = {
             seq: json.loads(meta)
             for seq, meta in connection.execute(text("SELECT seq, CAST(meta AS TEXT) FROM matches"))
@@ -132,6 +135,13 @@ def test_downgrade_puts_back_what_was_dropped(client: TestClient, database_url: 
     assert participants == expected
     assert metas == {document["seq"]: document["meta"] for document in documents}
     assert any(meta is not None for meta in metas.values())
+    match_ids = {document["seq"]: document["match_id"] for document in documents}
+    assert {kind for kind, _, _ in history} == {"match", "adjustment"}
+    for kind, seq, match_id in history:
+        if kind == "match":
+            assert match_id == match_ids[seq]
+        else:
+            assert (seq, match_id) == (None, None)
     upgrade(database_url)
     assert schema_is_current(get_engine(database_url))
     post_match(client, "ts", {"match_id": "d", "teams": [["p1"], ["p4"]]})
