@@ -156,9 +156,7 @@ def seed_player(
         entry=RatingHistory(
             ladder_id=ladder.id,
             player_id=player_id,
-            kind="adjustment",
             match_seq=None,
-            match_id=None,
             played_at=now,
             mu_before=old.mu,
             sigma_before=config.stored_sigma(old),

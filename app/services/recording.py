@@ -41,7 +41,6 @@ from app.rating.replay import ReplayMatch, replay
 from app.services import auth
 from app.storage import repositories
 from app.storage.models import Ladder
-from app.storage.repositories import PARTICIPANT_COLUMNS
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -283,31 +282,30 @@ def _check_numbers(
 # -- the result document ---------------------------------------------------------------------
 
 
-def participant_rows(
+def history_rows(
     *,
     config: LadderConfig,
     ladder_id: str,
     seq: int,
     match: Planned,
-    ranks: Sequence[int],
     before: tuple[list[float], list[float]],
     after: tuple[list[float], list[float]],
     offset: int,
 ) -> list[dict[str, Any]]:
-    """The ``participants`` rows of one match, as dicts of :data:`PARTICIPANT_COLUMNS`."""
+    """The ``rating_history`` rows of one match, as dicts of :data:`HISTORY_COLUMNS`."""
     values: list[tuple[Any, ...]] = []
     _participant_values(
         config=config,
         ladder_id=ladder_id,
         seq=seq,
         match=match,
-        ranks=ranks,
         before=before,
         after=after,
         offset=offset,
-        participants=values,
+        participants=[],
+        history=values,
     )
-    return [dict(zip(PARTICIPANT_COLUMNS, row, strict=True)) for row in values]
+    return [dict(zip(repositories.HISTORY_COLUMNS, row, strict=True)) for row in values]
 
 
 def _participant_values(
@@ -316,7 +314,6 @@ def _participant_values(
     ladder_id: str,
     seq: int,
     match: Planned,
-    ranks: Sequence[int],
     before: tuple[list[float], list[float]],
     after: tuple[list[float], list[float]],
     offset: int,
@@ -328,20 +325,15 @@ def _participant_values(
     bayesian = config.bayesian
     mu_b, sigma_b = before
     mu_a, sigma_a = after
-    match_id, played_at, weights = match.match_id, match.played_at, match.weights
+    played_at = match.played_at
     k = offset
-    for j, team in enumerate(match.teams):
-        rank = ranks[j]
-        team_weights = weights[j] if weights is not None else None
-        for i, player in enumerate(team):
+    for team in match.teams:
+        for player in team:
             mb, ma = mu_b[k], mu_a[k]
             sb, sa = (sigma_b[k], sigma_a[k]) if bayesian else (None, None)
-            weight = team_weights[i] if team_weights is not None else 1.0
-            participants.append((seq, player, ladder_id, j, i, rank, weight, mb, sb, ma, sa))
+            participants.append((seq, player, ladder_id))
             if history is not None:
-                history.append(
-                    (ladder_id, player, "match", seq, match_id, played_at, mb, sb, ma, sa)
-                )
+                history.append((ladder_id, player, seq, played_at, mb, sb, ma, sa))
             k += 1
 
 
@@ -441,7 +433,6 @@ def _match_rows(
             now,
             quality,
             incoming.canonical,
-            incoming.body.meta,
             parts,
             None,
         )
@@ -451,7 +442,6 @@ def _match_rows(
         ladder_id=ladder_id,
         seq=slot,
         match=plan,
-        ranks=ranks,
         before=before,
         after=after,
         offset=offset,

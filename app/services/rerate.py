@@ -1,8 +1,8 @@
 """Re-rating recorded matches: voiding a match, rebuilding a whole ladder.
 
 Both replay matches with the engine of ``app.rating.replay`` (through ``recording.rate``,
-the path new matches take) and rewrite what they computed: ratings, the participants and
-history rows of the re-rated matches, and their result documents (quality included).
+the path new matches take) and rewrite what they computed: ratings, the history rows of the
+re-rated matches, and their result documents (quality included).
 
 Seeds (``PUT .../players/{id}``, history "adjustments") keep their place: a player's history
 rows are ordered by id and re-rating rewrites them in place, so an adjustment sits between
@@ -36,15 +36,12 @@ from app.services.recording import (
     Rated,
     RatingTable,
     day_of,
-    participant_rows,
+    history_rows,
     rate,
 )
 from app.storage import repositories
 from app.storage.models import Ladder, RatingHistory
 from app.storage.repositories import HistoryRow, MatchRow
-
-#: The columns of a participant or history row that re-rating rewrites.
-NUMBERS = ("mu_before", "sigma_before", "mu_after", "sigma_after")
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +92,7 @@ def _replay_scope(
     *, session: Session, ladder: Ladder, config: LadderConfig, scope: _Scope, now: datetime
 ) -> RatingTable:
     """Replay the scope's matches over its players, seeds at their places, and rewrite the
-    matches, participants and history rows. Returns the ratings after."""
+    matches and history rows. Returns the ratings after."""
     players = sorted(scope.start)
     table = RatingTable(
         players=players,
@@ -173,7 +170,6 @@ def _replay_scope(
     after = (rated.after_mu.tolist(), rated.after_sigma.tolist())
     quality = rated.quality.tolist()
     match_updates: list[dict[str, Any]] = []
-    participants: list[dict[str, Any]] = []
     for n, (stored, plan) in enumerate(zip(scope.matches, planned, strict=True)):
         ranks = dense_ranks(plan.outcome)
         offset = rated.offsets[n]
@@ -195,24 +191,22 @@ def _replay_scope(
                         before=before,
                         after=after,
                         offset=offset,
-                        meta=stored.meta,
+                        meta=stored.request.get("meta"),
                     ),
                     stored.seq,
                 ),
                 "voided_at": None,
             }
         )
-        rows = participant_rows(
+        rows = history_rows(
             config=config,
             ladder_id=ladder.id,
             seq=stored.seq,
             match=plan,
-            ranks=ranks,
             before=before,
             after=after,
             offset=offset,
         )
-        participants.extend(rows)
         history_updates.extend(
             {
                 "id": match_rows[(stored.seq, part["player_id"])],
@@ -224,13 +218,6 @@ def _replay_scope(
             for part in rows
         )
     repositories.update_matches(session=session, rows=match_updates)
-    repositories.update_participants(
-        session=session,
-        rows=[
-            {key: part[key] for key in ("match_seq", "player_id", *NUMBERS)}
-            for part in participants
-        ],
-    )
     repositories.update_history(session=session, rows=history_updates)
     return table
 

@@ -162,9 +162,8 @@ class Match(Base):
     played_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     recorded_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     quality: Mapped[float | None] = mapped_column(Float, nullable=True)
-    #: The canonical request (teams, outcome, weights) so the match can be replayed.
+    #: The canonical request (teams, outcome, weights, meta) so the match can be replayed.
     request: Mapped[dict[str, Any]] = mapped_column(JSON)
-    meta: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     #: The response document: as first sent until a void re-rates the match (a retry gets
     #: these bytes); a voided match's document says so.
     result: Mapped[str] = mapped_column(Text)
@@ -174,33 +173,27 @@ class Match(Base):
 
 
 class Participant(Base):
-    """One player's part in one match: team, weight, outcome and the rating change."""
+    """One player of one match: what finds a player's matches (``ix_participants_player``),
+    voided ones included.
+
+    Nothing more is repeated here: the player's team, place, weight and outcome are in the
+    match's request and result document, the rating change in its ``rating_history`` rows
+    (while it counts) and its result document.
+    """
 
     __tablename__ = "participants"
-    __table_args__ = (
-        CheckConstraint("weight >= 0 AND weight <= 1", name="weight_range"),
-        CheckConstraint(f"mu_before {FINITE} AND mu_after {FINITE}", name="mu_finite"),
-        CheckConstraint(SIGMAS_POSITIVE, name="sigma_positive"),
-        Index("ix_participants_player", "ladder_id", "player_id", "match_seq"),
-    )
+    __table_args__ = (Index("ix_participants_player", "ladder_id", "player_id", "match_seq"),)
 
     match_seq: Mapped[int] = mapped_column(
         BigId, ForeignKey("matches.seq", ondelete="CASCADE"), primary_key=True
     )
     player_id: Mapped[str] = mapped_column(String(128), primary_key=True)
     ladder_id: Mapped[str] = mapped_column(String(64))
-    team: Mapped[int] = mapped_column(Integer)
-    position: Mapped[int] = mapped_column(Integer)
-    rank: Mapped[int] = mapped_column(Integer)
-    weight: Mapped[float] = mapped_column(Float)
-    mu_before: Mapped[float] = mapped_column(Float)
-    sigma_before: Mapped[float | None] = mapped_column(Float, nullable=True)
-    mu_after: Mapped[float] = mapped_column(Float)
-    sigma_after: Mapped[float | None] = mapped_column(Float, nullable=True)
 
 
 class RatingHistory(Base):
-    """Every change of a player's rating: a match, or an adjustment (a seeded rating).
+    """Every change of a player's rating: a match (``match_seq``; its match_id is the
+    match's), or an adjustment (a seeded rating: no match).
 
     ``id`` orders one player's changes: re-rating rewrites rows in place and never renumbers
     them, so an adjustment keeps its place between the player's matches.
@@ -208,8 +201,6 @@ class RatingHistory(Base):
 
     __tablename__ = "rating_history"
     __table_args__ = (
-        CheckConstraint("kind IN ('match', 'adjustment')", name="kind"),
-        CheckConstraint("(kind = 'match') = (match_seq IS NOT NULL)", name="match_kind"),
         CheckConstraint(f"mu_before {FINITE} AND mu_after {FINITE}", name="mu_finite"),
         CheckConstraint(SIGMAS_POSITIVE, name="sigma_positive"),
         ForeignKeyConstraint(
@@ -225,11 +216,9 @@ class RatingHistory(Base):
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
     ladder_id: Mapped[str] = mapped_column(String(64))
     player_id: Mapped[str] = mapped_column(String(128))
-    kind: Mapped[str] = mapped_column(String(16))
     match_seq: Mapped[int | None] = mapped_column(
         BigId, ForeignKey("matches.seq", ondelete="CASCADE"), nullable=True
     )
-    match_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
     played_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     mu_before: Mapped[float] = mapped_column(Float)
     sigma_before: Mapped[float | None] = mapped_column(Float, nullable=True)

@@ -9,7 +9,7 @@ import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import cache
-from typing import Any, NamedTuple, cast
+from typing import Any, Literal, NamedTuple, cast
 
 from sqlalchemy import (
     JSON,
@@ -807,19 +807,48 @@ def add_history(*, session: Session, entry: RatingHistory) -> None:
     session.flush()
 
 
+class HistoryEntryRow(NamedTuple):
+    """One of a player's rating changes, with the match_id of its match (None: an
+    adjustment)."""
+
+    id: int
+    match_seq: int | None
+    match_id: str | None
+    played_at: datetime
+    mu_before: float
+    sigma_before: float | None
+    mu_after: float
+    sigma_after: float | None
+
+    @property
+    def kind(self) -> Literal["match", "adjustment"]:
+        return _kind(self.match_seq)
+
+
 def history(
     *, session: Session, ladder_id: str, player_id: str, before_id: int | None, limit: int
-) -> list[RatingHistory]:
-    """A player's rating changes, newest first, older than the entry ``before_id``."""
+) -> list[HistoryEntryRow]:
+    """A player's rating changes, newest first, older than the entry ``before_id``: a range
+    of ``ix_rating_history_player``, each change of a match joined to it for its match_id."""
     query = (
-        select(RatingHistory)
+        select(
+            RatingHistory.id,
+            RatingHistory.match_seq,
+            Match.match_id,
+            RatingHistory.played_at,
+            RatingHistory.mu_before,
+            RatingHistory.sigma_before,
+            RatingHistory.mu_after,
+            RatingHistory.sigma_after,
+        )
+        .outerjoin(Match, Match.seq == RatingHistory.match_seq)
         .where(RatingHistory.ladder_id == ladder_id, RatingHistory.player_id == player_id)
         .order_by(RatingHistory.id.desc())
         .limit(limit)
     )
     if before_id is not None:
         query = query.where(RatingHistory.id < before_id)
-    return list(session.scalars(query))
+    return [HistoryEntryRow(*row) for row in session.execute(query)]
 
 
 # -- re-rating (void, rebuild) ---------------------------------------------------------------
@@ -849,16 +878,14 @@ class MatchRow(NamedTuple):
     match_id: str
     played_at: datetime
     recorded_at: datetime
+    #: The canonical request: teams, ranks or scores, weights and meta.
     request: dict[str, Any]
-    meta: dict[str, Any] | None
 
 
 def matches_after(*, session: Session, ladder_id: str, after_seq: int) -> list[MatchRow]:
     """The ladder's matches that count (not voided) with seq above ``after_seq``, in order."""
     query = (
-        select(
-            Match.seq, Match.match_id, Match.played_at, Match.recorded_at, Match.request, Match.meta
-        )
+        select(Match.seq, Match.match_id, Match.played_at, Match.recorded_at, Match.request)
         .where(Match.ladder_id == ladder_id, Match.seq > after_seq, Match.voided_at.is_(None))
         .order_by(Match.seq)
     )
@@ -879,12 +906,20 @@ def match_seqs_after(*, session: Session, ladder_id: str, after_seq: int) -> lis
 class HistoryRow(NamedTuple):
     id: int
     player_id: str
-    kind: str
     match_seq: int | None
     mu_before: float
     sigma_before: float | None
     mu_after: float
     sigma_after: float | None
+
+    @property
+    def kind(self) -> Literal["match", "adjustment"]:
+        return _kind(self.match_seq)
+
+
+def _kind(match_seq: int | None) -> Literal["match", "adjustment"]:
+    """A history row of a match (its seq), or an adjustment (a seeded rating: no match)."""
+    return "adjustment" if match_seq is None else "match"
 
 
 def history_from(
@@ -896,7 +931,6 @@ def history_from(
     columns = (
         RatingHistory.id,
         RatingHistory.player_id,
-        RatingHistory.kind,
         RatingHistory.match_seq,
         RatingHistory.mu_before,
         RatingHistory.sigma_before,
@@ -908,7 +942,7 @@ def history_from(
     )
     adjustments = select(*columns).where(
         RatingHistory.id >= from_id,
-        RatingHistory.kind == "adjustment",
+        RatingHistory.match_seq.is_(None),
         RatingHistory.ladder_id == ladder_id,
     )
     rows = [HistoryRow(*row) for row in session.execute(of_matches)]
@@ -987,7 +1021,7 @@ def players_with_adjustments(
         select(RatingHistory.player_id)
         .where(
             RatingHistory.ladder_id == ladder_id,
-            RatingHistory.kind == "adjustment",
+            RatingHistory.match_seq.is_(None),
             RatingHistory.player_id.in_(list(player_ids)),
         )
         .distinct()
@@ -1036,17 +1070,6 @@ def update_history(*, session: Session, rows: Sequence[dict[str, Any]]) -> None:
     ``mu_before``, ``sigma_before``, ``mu_after``, ``sigma_after``."""
     bulk_update(
         session=session, table=cast(Table, RatingHistory.__table__), keys=("id",), rows=rows
-    )
-
-
-def update_participants(*, session: Session, rows: Sequence[dict[str, Any]]) -> None:
-    """Rewrite participants' ratings in place: each row has ``match_seq``, ``player_id``,
-    ``mu_before``, ``sigma_before``, ``mu_after``, ``sigma_after``."""
-    bulk_update(
-        session=session,
-        table=cast(Table, Participant.__table__),
-        keys=("match_seq", "player_id"),
-        rows=rows,
     )
 
 
@@ -1207,7 +1230,6 @@ MATCH_COLUMNS = (
     "recorded_at",
     "quality",
     "request",
-    "meta",
     "result",
     "voided_at",
 )
@@ -1215,21 +1237,11 @@ PARTICIPANT_COLUMNS = (
     "match_seq",
     "player_id",
     "ladder_id",
-    "team",
-    "position",
-    "rank",
-    "weight",
-    "mu_before",
-    "sigma_before",
-    "mu_after",
-    "sigma_after",
 )
 HISTORY_COLUMNS = (
     "ladder_id",
     "player_id",
-    "kind",
     "match_seq",
-    "match_id",
     "played_at",
     "mu_before",
     "sigma_before",
@@ -1237,6 +1249,18 @@ HISTORY_COLUMNS = (
     "sigma_after",
 )
 
+
+#: The columns of a history row the statement of :func:`write_recorded` reads, the last
+#: ones of :data:`HISTORY_COLUMNS` (the player and ladder come from the participants row,
+#: the match_id from the match's row).
+_PLAYED_FROM = HISTORY_COLUMNS.index("played_at")
+_PLAYED_HISTORY = HISTORY_COLUMNS[_PLAYED_FROM:]
+#: Where a match row holds its match_id, and a history row its match's seq.
+_MATCH_ID = MATCH_COLUMNS.index("match_id")
+_HISTORY_SEQ = HISTORY_COLUMNS.index("match_seq")
+
+#: Where a match row holds its result document (as the text before and after its seq).
+_RESULT = MATCH_COLUMNS.index("result")
 
 MATCHES = cast(Table, Match.__table__)
 PARTICIPANTS = cast(Table, Participant.__table__)
@@ -1247,37 +1271,31 @@ _WRITE_MATCHES_SQL = text(
     """
 WITH matches_written AS (
     INSERT INTO matches (seq, ladder_id, match_id, body_hash, played_at, recorded_at, quality,
-                         request, meta, result, voided_at)
+                         request, result, voided_at)
     SELECT v.seq, v.ladder_id, v.match_id, v.body_hash, v.played_at, v.recorded_at, v.quality,
-           CAST(v.request AS JSON), CAST(v.meta AS JSON), v.result_head || v.seq || v.result_tail,
-           NULL
+           CAST(v.request AS JSON), v.result_head || v.seq || v.result_tail, NULL
     -- nextval in the derived table's own list: once per row, in the rows' order (a
     -- volatile function keeps the table from being merged into the outer query).
     FROM (
         SELECT nextval(pg_get_serial_sequence('matches', 'seq')) AS seq, a.*
         FROM json_to_recordset(CAST(:matches AS JSON)) AS a(
             ladder_id VARCHAR, match_id VARCHAR, body_hash VARCHAR, played_at TIMESTAMPTZ,
-            recorded_at TIMESTAMPTZ, quality FLOAT8, request TEXT, meta TEXT,
-            result_head TEXT, result_tail TEXT)
+            recorded_at TIMESTAMPTZ, quality FLOAT8, request TEXT, result_head TEXT,
+            result_tail TEXT)
     ) AS v
     RETURNING seq, ladder_id, match_id
 ), played AS (
     SELECT w.seq, v.* FROM json_to_recordset(CAST(:participants AS JSON)) AS v(
-        player_id VARCHAR, ladder_id VARCHAR, team INTEGER, position INTEGER, rank INTEGER,
-        weight FLOAT8, mu_before FLOAT8, sigma_before FLOAT8, mu_after FLOAT8,
-        sigma_after FLOAT8, match_id VARCHAR, played_at TIMESTAMPTZ)
+        player_id VARCHAR, ladder_id VARCHAR, match_id VARCHAR, played_at TIMESTAMPTZ,
+        mu_before FLOAT8, sigma_before FLOAT8, mu_after FLOAT8, sigma_after FLOAT8)
     JOIN matches_written AS w ON w.ladder_id = v.ladder_id AND w.match_id = v.match_id
 ), participants_written AS (
-    INSERT INTO participants (match_seq, player_id, ladder_id, team, position, rank, weight,
-                              mu_before, sigma_before, mu_after, sigma_after)
-    SELECT seq, player_id, ladder_id, team, position, rank, weight,
-           mu_before, sigma_before, mu_after, sigma_after
-    FROM played
+    INSERT INTO participants (match_seq, player_id, ladder_id)
+    SELECT seq, player_id, ladder_id FROM played
 ), history_written AS (
-    INSERT INTO rating_history (ladder_id, player_id, kind, match_seq, match_id, played_at,
+    INSERT INTO rating_history (ladder_id, player_id, match_seq, played_at,
                                 mu_before, sigma_before, mu_after, sigma_after)
-    SELECT ladder_id, player_id, 'match', seq, match_id, played_at,
-           mu_before, sigma_before, mu_after, sigma_after
+    SELECT ladder_id, player_id, seq, played_at, mu_before, sigma_before, mu_after, sigma_after
     FROM played
 ), ratings_written AS (
     -- Each row found by its key, then updated by its physical id: one index lookup and
@@ -1319,12 +1337,15 @@ def with_seqs(
 ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """Rows of :func:`write_recorded` with their seqs in place of their slots, and each
     match's result document whole."""
-    seq_matches = [
-        (seqs[row[0]], *row[1:9], f"{row[9][0]}{seqs[row[0]]}{row[9][1]}", *row[10:])
-        for row in matches
-    ]
+    seq_matches: list[tuple[Any, ...]] = []
+    for row in matches:
+        seq = seqs[row[0]]
+        head, tail = row[_RESULT]
+        seq_matches.append((seq, *row[1:_RESULT], f"{head}{seq}{tail}", *row[_RESULT + 1 :]))
     seq_participants = [(seqs[row[0]], *row[1:]) for row in participants]
-    seq_history = [(*row[:3], seqs[row[3]], *row[4:]) for row in history]
+    seq_history = [
+        (*row[:_HISTORY_SEQ], seqs[row[_HISTORY_SEQ]], *row[_HISTORY_SEQ + 1 :]) for row in history
+    ]
     return seq_matches, seq_participants, seq_history
 
 
@@ -1379,19 +1400,20 @@ def write_recorded(
                     "recorded_at": _iso(row[5]),
                     "quality": row[6],
                     "request": json_text(row[7]),
-                    "meta": json_text(row[8]),
-                    "result_head": row[9][0],
-                    "result_tail": row[9][1],
+                    "result_head": row[_RESULT][0],
+                    "result_tail": row[_RESULT][1],
                 }
                 for row in matches
             ]
         )
     }
+    # Each player of each match: its participants row and its history row as one document.
     played = []
     for p, h in zip(participants, history, strict=True):
         doc = dict(zip(PARTICIPANT_COLUMNS[1:], p[1:], strict=True))
-        doc["match_id"] = h[4]
-        doc["played_at"] = _iso(h[5])
+        doc["match_id"] = matches[p[0]][_MATCH_ID]
+        doc.update(zip(_PLAYED_HISTORY, h[_PLAYED_FROM:], strict=True))
+        doc["played_at"] = _iso(doc["played_at"])
         played.append(doc)
     parameters["participants"] = jsontext.compact(played)
     parameters["ratings"] = jsontext.compact(

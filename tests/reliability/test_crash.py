@@ -30,7 +30,8 @@ def _rows_of(database_url: str, match_id: str) -> dict[str, int]:
         "matches": "SELECT count(*) FROM matches WHERE match_id = :m",
         "participants": "SELECT count(*) FROM participants p JOIN matches m "
         "ON m.seq = p.match_seq WHERE m.match_id = :m",
-        "rating_history": "SELECT count(*) FROM rating_history WHERE match_id = :m",
+        "rating_history": "SELECT count(*) FROM rating_history h JOIN matches m "
+        "ON m.seq = h.match_seq WHERE m.match_id = :m",
     }
     with get_engine(database_url).connect() as connection:
         return {

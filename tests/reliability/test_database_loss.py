@@ -150,7 +150,10 @@ def test_database_lost_mid_transaction_applies_nothing(
             _assert_unavailable(replies[0])
             with get_engine(database_url).connect() as connection:
                 rows = connection.scalar(
-                    text("SELECT count(*) FROM rating_history WHERE match_id = 'victim'")
+                    text(
+                        "SELECT count(*) FROM rating_history h JOIN matches m "
+                        "ON m.seq = h.match_seq WHERE m.match_id = 'victim'"
+                    )
                 )
                 assert rows == 0
                 assert connection.scalar(text("SELECT count(*) FROM matches")) == 1

@@ -141,8 +141,8 @@ def test_awkward_values_survive_the_bulk_insert_and_update(
     postgres = engine.dialect.name == "postgresql"
     played = datetime(2004, 7, 8, 15, 45, 0, 123457, tzinfo=timezone(timedelta(hours=5.5)))
     recorded = datetime(2026, 11, 21, 12, 0, 0, 1, tzinfo=UTC)
-    request = {"teams": [AWKWARD_IDS], "note": 'a\\b\tc\nd"e\\N', "x": 0.1 + 0.2}
     meta = {"map": "lock\\out\t\n", "score": 1 / 3, "nested": {"ok": None}}
+    request = {"teams": [AWKWARD_IDS], "note": 'a\\b\tc\nd"e\\N', "x": 0.1 + 0.2, "meta": meta}
     with session_factory(engine)() as session:
         session.add(
             Ladder(id="awk", algorithm="trueskill", params={}, created_at=recorded, bucket_width=1)
@@ -167,24 +167,20 @@ def test_awkward_values_survive_the_bulk_insert_and_update(
                 recorded,
                 5e-324,
                 request,
-                meta,
                 "r\\1\t",
                 None,
             ),
-            (8, "awk", "m2", "h" * 64, played, recorded, None, {"teams": []}, None, "{}", None),
+            (8, "awk", "m2", "h" * 64, played, recorded, None, {"meta": None}, "{}", None),
         ]
         repositories.insert_values(
             session=session, table=MATCHES, names=MATCH_COLUMNS, values=matches
         )
-        participants = [
-            (7, player, "awk", 0, i, 1, 1 / 3, 0.1 * i, None, -0.0, None)
-            for i, player in enumerate(AWKWARD_IDS)
-        ]
+        participants = [(7, player, "awk") for player in AWKWARD_IDS]
         repositories.insert_values(
             session=session, table=PARTICIPANTS, names=PARTICIPANT_COLUMNS, values=participants
         )
         history = [
-            ("awk", player, "match", 7, "m\\1\t\n", played, 1e-300 * i, None, 1e300, 2.5)
+            ("awk", player, 7, played, 1e-300 * i, None, 1e300, 2.5)
             for i, player in enumerate(AWKWARD_IDS)
         ]
         repositories.insert_values(
@@ -194,33 +190,25 @@ def test_awkward_values_survive_the_bulk_insert_and_update(
 
         stored = session.execute(
             text(
-                "SELECT match_id, played_at, recorded_at, quality, request, meta, result, "
+                "SELECT match_id, played_at, recorded_at, quality, request, result, "
                 "voided_at FROM matches ORDER BY seq"
             )
         ).all()
         assert [row[0] for row in stored] == ["m\\1\t\n", "m2"]
         assert [row[3] for row in stored] == [5e-324, None]
-        assert [row[6] for row in stored] == ["r\\1\t", "{}"]
-        assert [row[7] for row in stored] == [None, None]
+        assert [row[5] for row in stored] == ["r\\1\t", "{}"]
+        assert [row[6] for row in stored] == [None, None]
         if postgres:
             assert [row[1] for row in stored] == [played, played]
             assert [row[2] for row in stored] == [recorded, recorded]
-            # The JSON columns hold the compact text, None as the JSON null.
-            assert stored[0][4] == request and stored[0][5] == meta
-            assert stored[1][5] is None
+            # The JSON column holds the compact text.
+            assert stored[0][4] == request
             raw = session.execute(
-                text("SELECT CAST(meta AS TEXT) FROM matches ORDER BY seq")
+                text("SELECT CAST(request AS TEXT) FROM matches ORDER BY seq")
             ).scalars()
-            assert list(raw) == [repositories.json_text(meta), "null"]
-        got = session.execute(
-            text(
-                "SELECT player_id, weight, mu_before, sigma_before, mu_after, sigma_after "
-                "FROM participants ORDER BY position"
-            )
-        ).all()
-        assert [tuple(row) for row in got] == [
-            (player, 1 / 3, 0.1 * i, None, -0.0, None) for i, player in enumerate(AWKWARD_IDS)
-        ]
+            assert list(raw) == [repositories.json_text(request), '{"meta":null}']
+        got = session.execute(text("SELECT match_seq, player_id, ladder_id FROM participants"))
+        assert sorted(tuple(row) for row in got) == sorted(participants)
         got = session.execute(
             text(
                 "SELECT player_id, mu_before, sigma_before, mu_after, sigma_after FROM "

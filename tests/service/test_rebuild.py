@@ -83,3 +83,31 @@ def test_command_line_rebuild_leaves_an_unchanged_ladder_as_it_is(
     assert _state(client, "l") == state
     assert main(["rebuild", "--ladder", "nope"]) == 1
     assert "ladder" in capsys.readouterr().err
+
+
+def test_a_rebuild_writes_each_document_again_byte_for_byte(client: TestClient) -> None:
+    """Re-rating writes the result documents again from the stored requests, meta included:
+    with unchanged parameters each is the same text, which a retry answers."""
+    create_ladder(client, "l")
+    metas = [
+        {"map": "dust", "é": [1, 2.5, None], "x": 0.1 + 0.2, "tiny": 5e-324},
+        None,
+        {"nested": {"quote": 'a"b\\c', "big": 2**62, "neg": -0.0}, "t": True},
+    ]
+    teams = [["a"], ["b"], ["c"], ["d"]]
+    bodies = [
+        {"match_id": f"m{n}", "teams": teams[n % 3 :], "meta": meta}
+        for n, meta in enumerate(metas * 2)
+    ]
+    texts = []
+    for body in bodies:
+        response = client.post("/v1/ladders/l/matches", json=body)
+        assert response.status_code == 201, response.text
+        texts.append(response.text)
+    response = client.patch("/v1/ladders/l?rebuild=true", json={})
+    assert response.status_code == 200, response.text
+    assert response.json()["rebuild"]["matches_rerated"] == len(bodies)
+    for body, text in zip(bodies, texts, strict=True):
+        assert client.get(f"/v1/ladders/l/matches/{body['match_id']}").text == text
+        retry = client.post("/v1/ladders/l/matches", json=body)
+        assert (retry.status_code, retry.text) == (200, text)
