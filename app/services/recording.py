@@ -366,6 +366,18 @@ class _Incoming:
     digest: str
 
 
+def _planned(incoming: _Incoming) -> Planned:
+    """What the rating step needs of an incoming match."""
+    body = incoming.body
+    return Planned(
+        match_id=incoming.match_id,
+        played_at=incoming.played_at,
+        teams=body.teams,
+        outcome=outcome(body),
+        weights=body.weights,
+    )
+
+
 def _stored(incoming: _Incoming, stored: repositories.StoredMatch, label: Label) -> str:
     """A match_id recorded before: the same body is a retry, another body a conflict."""
     if stored.body_hash != incoming.digest:
@@ -692,16 +704,7 @@ def _rate_each(
     the others are rated again without it, from the same ratings."""
     kept = list(fresh)
     while True:
-        planned = [
-            Planned(
-                match_id=m.match_id,
-                played_at=m.played_at,
-                teams=m.body.teams,
-                outcome=outcome(m.body),
-                weights=m.body.weights,
-            )
-            for m in kept
-        ]
+        planned = [_planned(m) for m in kept]
         trial = RatingTable(
             players=table.players,
             mu=table.mu.copy(),
@@ -937,16 +940,7 @@ def _apply(
     write everything; (index, result document) of each."""
     table = _table_of(states)
     fresh = entry.incoming
-    planned = [
-        Planned(
-            match_id=m.match_id,
-            played_at=m.played_at,
-            teams=m.body.teams,
-            outcome=outcome(m.body),
-            weights=m.body.weights,
-        )
-        for m in fresh
-    ]
+    planned = [_planned(m) for m in fresh]
     # Errors name the match by its place in the request, not among the new ones.
     rated = rate(
         ladder=entry.ladder,
