@@ -3,21 +3,28 @@
 Each line is exactly the body of ``POST /v1/ladders/{ladder}/matches`` (``.gz`` files are
 read compressed). Every chunk is one transaction through the batch path
 (``recording.record_matches``), so an import rates exactly as posting the matches would.
-Matches already recorded (by ``match_id``, with the same body) are skipped, so an import
-that stopped can simply be run again. A bad line stops the import, naming its line number;
-nothing of its chunk is written, the chunks before it stay.
+While a chunk is written, the next is parsed and rated from the ratings the chunk leaves
+(``recording.rate_ahead``); its transaction writes those numbers only if, under the
+players' locks, their ratings are the ones they were rated from and none of its match_ids
+is recorded, and otherwise records the chunk as usual. Matches already recorded (by
+``match_id``, with the same body) are skipped, so an import that stopped can simply be run
+again. A bad line stops the import, naming its line number; nothing of its chunk is
+written, the chunks before it stay.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
+import json
 import os
 import queue
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,9 +35,20 @@ from sqlalchemy.orm import Session
 from tqdm import tqdm
 
 from app.api.schemas import MAX_BATCH, MatchCreate
+from app.domain.ladders import LADDER_ID
 from app.errors import ProblemError
-from app.services.recording import MatchConflict, MatchRefused, record_matches
-from app.storage import unit_of_work
+from app.services.recording import (
+    Ahead,
+    MatchConflict,
+    MatchRefused,
+    rate_ahead,
+    ratings_of,
+    record_ahead,
+    record_matches,
+)
+from app.storage import repositories, unit_of_work
+from app.storage.models import Ladder
+from app.storage.repositories import RatingState
 
 DEFAULT_CHUNK = 5000
 #: Parsed chunks the reading thread may hold ready ahead of the writer.
@@ -205,18 +223,56 @@ def import_matches(
         disable=not show,
     )
     reader = _Reader(raw, lines, chunk)
+    writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ratings-import")
+    pending: Future[_Written] | None = None
     try:
+        ladder, algorithm, params = _ladder(sessions, ladder_id)
+        known: dict[str, RatingState] = {}
         for parsed in reader:
-            part = parsed.lines
-            numbers = [number for number, _ in part]
-            summary.read += len(part)
-            _import_chunk(sessions, ladder_id, [body for _, body in part], numbers, summary)
+            bodies = [body for _, body in parsed.lines]
+            numbers = [number for number, _ in parsed.lines]
+            now = datetime.now(UTC)
+            # Rated while the chunk before is written, from the ratings it will leave.
+            ahead = rate_ahead(
+                ladder=ladder,
+                algorithm=algorithm,
+                params=params,
+                bodies=bodies,
+                now=now,
+                known=known,
+            )
+            if pending is not None:
+                done = _finish(pending, summary)
+                pending = None
+                if done.after is not None:
+                    # It was recorded as usual: rate this one again from what it left.
+                    known.update(done.after)
+                    ahead = rate_ahead(
+                        ladder=ladder,
+                        algorithm=algorithm,
+                        params=params,
+                        bodies=bodies,
+                        now=now,
+                        known=known,
+                    )
+            if ahead is not None:
+                known.update(ahead.after)
+            summary.read += len(bodies)
+            pending = writer.submit(_write_chunk, sessions, ladder_id, bodies, numbers, now, ahead)
             speed = summary.read / (time.perf_counter() - started)
             bar.set_postfix_str(f"{summary.read:,} matches, {speed:,.0f}/s", refresh=False)
             bar.update(parsed.position - bar.n)
+        if pending is not None:
+            _finish(pending, summary)
+            pending = None
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise ImportFailed(f"{path}: cannot be read: {exc}") from None
     finally:
+        if pending is not None:
+            # Stopped early: the chunk in flight still commits or fails whole.
+            with contextlib.suppress(Exception):
+                pending.result()
+        writer.shutdown()
         reader.close()
         bar.close()
         lines.close()
@@ -224,32 +280,71 @@ def import_matches(
     return summary
 
 
-def _import_chunk(
+def _ladder(sessions: Callable[[], Session], ladder_id: str) -> tuple[Ladder, str, str]:
+    """The ladder to import into, with its algorithm and parameters as stored."""
+    found = unit_of_work.run(
+        lambda session: repositories.key_and_ladder(
+            session=session,
+            key_hash="",
+            ladder_id=ladder_id if LADDER_ID.fullmatch(ladder_id) else None,
+        ),
+        session_factory=sessions,
+    )
+    if found.algorithm is None or found.params is None:
+        raise ImportFailed(f"ladder: no ladder {ladder_id[:64]!r}")
+    ladder = Ladder(id=ladder_id, algorithm=found.algorithm, params=json.loads(found.params))
+    return ladder, found.algorithm, found.params
+
+
+@dataclass(frozen=True, slots=True)
+class _Written:
+    """A chunk's answers, and the ratings it left when it was not the chunk rated ahead
+    (None: it was)."""
+
+    results: list[tuple[str, bool]]
+    after: dict[str, RatingState] | None
+
+
+def _write_chunk(
     sessions: Callable[[], Session],
     ladder_id: str,
     bodies: list[MatchCreate],
     numbers: list[int],
-    summary: Summary,
-) -> None:
-    """One chunk, one transaction (the unit of work's)."""
-    now = datetime.now(UTC)
-    try:
-        results = unit_of_work.run(
-            lambda session: record_matches(
-                session=session,
-                ladder_id=ladder_id,
-                bodies=bodies,
-                now=now,
-                label=lambda index: f"line {numbers[index]}: ",
-            ),
-            session_factory=sessions,
+    now: datetime,
+    ahead: Ahead | None,
+) -> _Written:
+    """One chunk, one transaction (the unit of work's): the ratings computed ahead if the
+    players' ratings are still the ones they were computed from, else recorded as usual."""
+
+    def work(session: Session) -> _Written:
+        if ahead is not None:
+            results = record_ahead(session=session, ahead=ahead)
+            if results is not None:
+                return _Written(results, None)
+        results = record_matches(
+            session=session,
+            ladder_id=ladder_id,
+            bodies=bodies,
+            now=now,
+            label=lambda index: f"line {numbers[index]}: ",
         )
+        players = sorted({player for body in bodies for team in body.teams for player in team})
+        return _Written(results, ratings_of(session=session, ladder_id=ladder_id, players=players))
+
+    try:
+        return unit_of_work.run(work, session_factory=sessions)
     except (MatchRefused, MatchConflict) as exc:
         raise ImportFailed(
             f"{exc.detail} (nothing of lines {numbers[0]}-{numbers[-1]} was written)"
         ) from None
     except ProblemError as exc:
         raise ImportFailed(exc.detail) from None
-    created = sum(1 for _, new in results if new)
+
+
+def _finish(pending: Future[_Written], summary: Summary) -> _Written:
+    """Wait for the chunk in flight and count it."""
+    done = pending.result()
+    created = sum(1 for _, new in done.results if new)
     summary.recorded += created
-    summary.skipped += len(results) - created
+    summary.skipped += len(done.results) - created
+    return done

@@ -736,15 +736,39 @@ class _RatedLadder:
     rated: Rated
 
 
-def _write_rated(
-    session: Session,
-    ladders: Sequence[_RatedLadder],
-    now_of: Callable[[int], datetime],
-    latest: datetime,
-) -> list[tuple[int, str]]:
-    """Write rated matches (a group's or a batch's) with their participants, history and
-    the new ratings, the seqs drawn in the order the matches came (their ``index``;
-    ``now_of(index)`` is when each came); returns (index, result document) for each."""
+@dataclass(frozen=True, slots=True)
+class _Rows:
+    """Rated matches as the rows storage writes (``repositories.write_recorded``), and
+    which match each is (its ``index``) with its result document around its seq."""
+
+    matches: list[tuple[Any, ...]]
+    participants: list[tuple[Any, ...]]
+    history: list[tuple[Any, ...]]
+    ratings: dict[str, list[dict[str, Any]]]
+    indexes: list[int]
+    parts: list[tuple[str, str]]
+
+    def write(self, session: Session) -> list[tuple[int, str]]:
+        """Write them; (index, result document) of each, the seqs drawn in index order."""
+        seqs = repositories.write_recorded(
+            session=session,
+            matches=self.matches,
+            participants=self.participants,
+            history=self.history,
+            ratings=self.ratings,
+        )
+        return [
+            (index, with_seq(text, seq))
+            for index, seq, text in zip(self.indexes, seqs, self.parts, strict=True)
+        ]
+
+
+def _rows(
+    ladders: Sequence[_RatedLadder], now_of: Callable[[int], datetime], latest: datetime
+) -> _Rows:
+    """The rows of rated matches (a group's or a batch's) with their participants, history
+    and the new ratings, in the order the matches came (their ``index``; ``now_of(index)``
+    is when each came)."""
     order = sorted(
         (m.index, n, k) for n, rated in enumerate(ladders) for k, m in enumerate(rated.kept)
     )
@@ -756,14 +780,11 @@ def _write_rated(
         )
         for r in ladders
     ]
-    match_rows: list[tuple[Any, ...]] = []
-    participants: list[tuple[Any, ...]] = []
-    history: list[tuple[Any, ...]] = []
-    parts = []
+    rows = _Rows([], [], [], {}, [index for index, _, _ in order], [])
     for slot, (index, n, k) in enumerate(order):
         r = ladders[n]
         before, after, quality = numbers[n]
-        parts.append(
+        rows.parts.append(
             _match_rows(
                 config=r.config,
                 ladder_id=r.ladder.id,
@@ -775,27 +796,26 @@ def _write_rated(
                 before=before,
                 after=after,
                 offset=r.rated.offsets[k],
-                match_rows=match_rows,
-                participants=participants,
-                history=history,
+                match_rows=rows.matches,
+                participants=rows.participants,
+                history=rows.history,
             )
         )
-    seqs = repositories.write_recorded(
-        session=session,
-        matches=match_rows,
-        participants=participants,
-        history=history,
-        ratings={
-            r.ladder.id: _rating_rows(
-                config=r.config, table=r.table, states=r.states, planned=r.planned, now=latest
-            )
-            for r in ladders
-        },
-    )
-    return [
-        (index, with_seq(text, seq))
-        for (index, _, _), seq, text in zip(order, seqs, parts, strict=True)
-    ]
+    for r in ladders:
+        rows.ratings[r.ladder.id] = _rating_rows(
+            config=r.config, table=r.table, states=r.states, planned=r.planned, now=latest
+        )
+    return rows
+
+
+def _write_rated(
+    session: Session,
+    ladders: Sequence[_RatedLadder],
+    now_of: Callable[[int], datetime],
+    latest: datetime,
+) -> list[tuple[int, str]]:
+    """Write rated matches: :func:`_rows`, written."""
+    return _rows(ladders, now_of, latest).write(session)
 
 
 def record_group(*, session: Session, submitted: Sequence[Submitted]) -> list[Answer]:
@@ -951,3 +971,121 @@ def _apply(
     )
     batch = _RatedLadder(entry.ladder, entry.config, states, table, fresh, planned, rated)
     return _write_rated(session, [batch], lambda _: now, now)
+
+
+# -- a batch rated ahead of its transaction (imports) -------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Ahead:
+    """A batch rated before its transaction, from the ratings its players are expected to
+    have then (:func:`rate_ahead`); :func:`record_ahead` writes it if they do."""
+
+    ladder_id: str
+    algorithm: str
+    params: str
+    now: datetime
+    entry: _LadderWork
+    expected: list[repositories.RatingState]
+    rows: _Rows
+    after: dict[str, repositories.RatingState]
+
+
+def _prior_state(config: LadderConfig, player: str) -> repositories.RatingState:
+    prior = config.model.rating()
+    return repositories.RatingState(player, prior.mu, config.stored_sigma(prior), 0, None)
+
+
+def _same(a: repositories.RatingState, b: repositories.RatingState) -> bool:
+    if a.last_played_at is None or b.last_played_at is None:
+        same_time = a.last_played_at is None and b.last_played_at is None
+    else:
+        same_time = utc(a.last_played_at) == utc(b.last_played_at)
+    return same_time and (a.player_id, a.mu, a.sigma, a.matches) == (
+        b.player_id,
+        b.mu,
+        b.sigma,
+        b.matches,
+    )
+
+
+def rate_ahead(
+    *,
+    ladder: Ladder,
+    algorithm: str,
+    params: str,
+    bodies: Sequence[MatchCreate],
+    now: datetime,
+    known: dict[str, repositories.RatingState],
+) -> Ahead | None:
+    """Rate a batch of new matches (no match_id twice) without the database, from the
+    ratings ``known`` (a player not in it: at the prior, not rated yet): what an import
+    does with its next chunk while the last one is written. None when the batch cannot be
+    rated so (the transaction then records it as usual and says why)."""
+    config = ladder_config(ladder)
+    named = [body.match_id for body in bodies if body.match_id is not None]
+    if len(set(named)) != len(named):
+        return None
+    incoming = [
+        _Incoming(
+            index=n,
+            body=body,
+            match_id=body.match_id or f"m-{uuid.uuid4().hex}",
+            played_at=body.played_at or now,
+            canonical=(canonical := canonical_request(body)),
+            digest=body_hash(canonical),
+        )
+        for n, body in enumerate(bodies)
+    ]
+    players = sorted({p for m in incoming for team in m.body.teams for p in team})
+    entry = _LadderWork(ladder, config, incoming, players)
+    expected = [known.get(p) or _prior_state(config, p) for p in players]
+    table = _table_of(expected)
+    planned = [_planned(m) for m in incoming]
+    try:
+        rated = rate(ladder=ladder, config=config, table=table, matches=planned, label=in_batch)
+    except MatchRefused:
+        return None
+    batch = _RatedLadder(ladder, config, expected, table, incoming, planned, rated)
+    rows = _rows([batch], lambda _: now, now)
+    after = {
+        row["player_id"]: repositories.RatingState(
+            row["player_id"], row["mu"], row["sigma"], row["matches"], row["last_played_at"]
+        )
+        for row in rows.ratings[ladder.id]
+    }
+    return Ahead(ladder.id, algorithm, params, now, entry, expected, rows, after)
+
+
+def record_ahead(*, session: Session, ahead: Ahead) -> list[tuple[str, bool]] | None:
+    """Write a batch rated by :func:`rate_ahead` if, under the players' locks, the
+    ladder's parameters and its players' ratings are the ones it was rated from and none of
+    its match_ids is recorded; else None, having written nothing (the caller records the
+    batch as usual, in the same transaction)."""
+    entry = ahead.entry
+    found = repositories.key_and_ladder(
+        session=session,
+        key_hash="",
+        ladder_id=ahead.ladder_id,
+        match_ids=[m.match_id for m in entry.incoming if m.body.match_id is not None],
+    )
+    if (found.algorithm, found.params) != (ahead.algorithm, ahead.params) or found.recorded:
+        return None
+    states = _lock_players(session, {ahead.ladder_id: entry}, ahead.now)[ahead.ladder_id]
+    if len(states) != len(ahead.expected) or not all(
+        _same(a, b) for a, b in zip(states, ahead.expected, strict=True)
+    ):
+        return None
+    return [(text, True) for _, text in ahead.rows.write(session)]
+
+
+def ratings_of(
+    *, session: Session, ladder_id: str, players: Sequence[str]
+) -> dict[str, repositories.RatingState]:
+    """The ratings of ``players`` as the transaction sees them (locked if it locked them)."""
+    return {
+        state.player_id: state
+        for state in repositories.lock_players(
+            session=session, ladder_id=ladder_id, player_ids=sorted(players)
+        )
+    }
