@@ -1,7 +1,7 @@
 """Import benchmark: a JSON Lines file of matches into a fresh ladder, SQLite and PostgreSQL.
 
     .venv/bin/python benchmarks/import.py [FILE] [--databases sqlite,postgresql]
-        [--algorithm trueskill] [--chunk 5000] [--limit N]
+        [--algorithm trueskill] [--chunk 10000] [--limit N]
         [--postgres postgresql://postgres@127.0.0.1:5432] [--format table|markdown]
 
 FILE defaults to the Halo 2 free-for-all data (``../shared/data/halo2/free_for_all.jsonl``
@@ -37,7 +37,7 @@ if str(ROOT) not in sys.path:
 
 from app.api.schemas import LadderCreate  # noqa: E402
 from app.services import ladders  # noqa: E402
-from app.services.importer import import_matches  # noqa: E402
+from app.services.importer import DEFAULT_CHUNK, import_matches  # noqa: E402
 from app.storage.engine import get_engine, session_factory, upgrade  # noqa: E402
 from benchmarks.databases import fresh_database, print_table  # noqa: E402
 
@@ -82,7 +82,7 @@ def main() -> int:
     parser.add_argument("file", nargs="?", type=Path, default=DEFAULT_FILE)
     parser.add_argument("--databases", default="sqlite,postgresql")
     parser.add_argument("--algorithm", default="trueskill")
-    parser.add_argument("--chunk", type=int, default=5000)
+    parser.add_argument("--chunk", type=int, default=DEFAULT_CHUNK)
     parser.add_argument("--limit", type=int, help="only the first N matches of the file")
     parser.add_argument("--postgres", default=DEFAULT_POSTGRES, help="PostgreSQL server URL")
     parser.add_argument("--format", choices=("table", "markdown"), default="table")

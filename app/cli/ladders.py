@@ -7,6 +7,7 @@ import argparse
 from datetime import UTC, datetime
 from pathlib import Path
 
+from app.api.schemas import MAX_BATCH
 from app.cli.base import CommandError, transaction
 from app.storage.engine import get_engine, schema_is_current, session_factory
 
@@ -69,8 +70,8 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     load.add_argument(
         "--chunk",
         type=int,
-        default=5000,
-        help="matches per transaction, 1 to 10,000 (default 5000)",
+        default=MAX_BATCH,
+        help=f"matches per transaction, 1 to {MAX_BATCH:,} (the default)",
     )
     load.add_argument(
         "--progress",

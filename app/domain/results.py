@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from app.domain.jsontext import compact as _encode
@@ -20,6 +21,13 @@ from app.domain.times import utc
 
 def rfc3339(moment: datetime) -> str:
     return utc(moment).isoformat().replace("+00:00", "Z")
+
+
+@lru_cache(maxsize=4096)
+def _json_time(moment: datetime) -> str:
+    """:func:`rfc3339` as a JSON string. Cached: the matches of a group or a batch share
+    their recorded_at, and often their played_at."""
+    return _string(rfc3339(moment))
 
 
 def _out(config: LadderConfig, mu: float, sigma: float) -> dict[str, float | None]:
@@ -110,8 +118,8 @@ def result_parts(
     # The keys in the schema's order: match_id, ladder, seq, then the rest.
     return (
         f'{{"match_id":{_string(match_id)},"ladder":{_string(ladder_id)},"seq":',
-        f',"played_at":{_string(rfc3339(played_at))},'
-        f'"recorded_at":{_string(rfc3339(recorded_at))},"quality":{quality!r},'
+        f',"played_at":{_json_time(played_at)},'
+        f'"recorded_at":{_json_time(recorded_at)},"quality":{quality!r},'
         f'"teams":[{",".join(team_docs)}],"meta":{_encode(meta)},"voided":false,'
         '"voided_at":null}',
     )

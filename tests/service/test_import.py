@@ -125,6 +125,24 @@ def test_a_match_the_model_refuses_names_its_line(
     assert table_counts(database_url) == before
 
 
+def test_a_refused_chunk_stops_the_chunks_behind_it(
+    client: TestClient, database_url: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Chunks are written by a thread of their own while the next ones are rated: when one
+    is refused, the chunks before it stay and none after it is written, even one already
+    handed to the writer."""
+    create_ladder(client)
+    bodies = [{"match_id": f"m{n}", "teams": [[f"a{n % 7}"], [f"b{n % 5}"]]} for n in range(40)]
+    bodies[17] = {"match_id": "m17", "teams": [["x", "y"], ["z"]], "weights": [[0, 0], [1]]}
+    path = tmp_path / "refused.jsonl"
+    path.write_text("\n".join(json.dumps(body) for body in bodies) + "\n")
+    status, _, err = run(capsys, "import", str(path), "--ladder", "test", "--chunk", "5")
+    assert status == 1
+    assert "line 18: weights" in err
+    recorded = {m["match_id"] for m in all_pages(client, "/v1/ladders/test/matches", limit=100)}
+    assert recorded == {f"m{n}" for n in range(15)}
+
+
 def test_import_errors(
     client: TestClient, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
