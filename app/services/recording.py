@@ -366,6 +366,20 @@ class _Incoming:
     digest: str
 
 
+def _incoming(index: int, body: MatchCreate, now: datetime) -> _Incoming:
+    """A match as it arrives: its place, its id (one is made if the body has none), when
+    it was played (``now`` unless the body says), its canonical form and that form's hash."""
+    canonical = canonical_request(body)
+    return _Incoming(
+        index=index,
+        body=body,
+        match_id=body.match_id or f"m-{uuid.uuid4().hex}",
+        played_at=body.played_at or now,
+        canonical=canonical,
+        digest=body_hash(canonical),
+    )
+
+
 def _planned(incoming: _Incoming) -> Planned:
     """What the rating step needs of an incoming match."""
     body = incoming.body
@@ -610,17 +624,8 @@ def _admit(
             auth.record_use(session, key_id=key.id, now=s.now)
         used.add(key.id)
         ladder, config = _ladder_of(s.ladder_id, row.algorithm, row.params)
-        canonical = canonical_request(s.body)
-        incoming = _Incoming(
-            index=n,
-            body=s.body,
-            match_id=s.body.match_id or f"m-{uuid.uuid4().hex}",
-            played_at=s.body.played_at or s.now,
-            canonical=canonical,
-            digest=body_hash(canonical),
-        )
         entry = work.setdefault(ladder.id, _LadderWork(ladder, config, [], []))
-        entry.incoming.append(incoming)
+        entry.incoming.append(_incoming(n, s.body, s.now))
         entry.recorded.update(row.recorded)
     return work
 
@@ -907,17 +912,7 @@ def record_matches(
     entry = _LadderWork(
         ladder,
         config,
-        [
-            _Incoming(
-                index=n,
-                body=body,
-                match_id=body.match_id or f"m-{uuid.uuid4().hex}",
-                played_at=body.played_at or now,
-                canonical=(canonical := canonical_request(body)),
-                digest=body_hash(canonical),
-            )
-            for n, body in enumerate(bodies)
-        ],
+        [_incoming(n, body, now) for n, body in enumerate(bodies)],
         [],
         recorded=found.recorded,
     )
@@ -1026,17 +1021,7 @@ def rate_ahead(
     named = [body.match_id for body in bodies if body.match_id is not None]
     if len(set(named)) != len(named):
         return None
-    incoming = [
-        _Incoming(
-            index=n,
-            body=body,
-            match_id=body.match_id or f"m-{uuid.uuid4().hex}",
-            played_at=body.played_at or now,
-            canonical=(canonical := canonical_request(body)),
-            digest=body_hash(canonical),
-        )
-        for n, body in enumerate(bodies)
-    ]
+    incoming = [_incoming(n, body, now) for n, body in enumerate(bodies)]
     players = sorted({p for m in incoming for team in m.body.teams for p in team})
     entry = _LadderWork(ladder, config, incoming, players)
     expected = [known.get(p) or _prior_state(config, p) for p in players]
