@@ -86,8 +86,8 @@ class GroupWriter:
         self._waiting.append(waiting)
         if not self._writing:
             self._writing = True
-            # A context of its own: the group is no one request's (the retry middleware's
-            # mark, for one, must not see the group's conflicts, which are retried here).
+            # A context of its own: the writer serves every request that comes while it
+            # runs, so it must not carry the context of the one that started it.
             self._task = asyncio.get_running_loop().create_task(
                 self._drain(), context=contextvars.Context()
             )
