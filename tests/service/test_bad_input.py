@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -168,6 +169,11 @@ def test_bad_ladder_is_422_and_writes_nothing(
     assert table_counts(database_url) == before
 
 
+def _cursor(key: str) -> str:
+    """A cursor as this service writes them (URL-safe base64 of JSON), of any ``key``."""
+    return base64.urlsafe_b64encode(key.encode()).decode().rstrip("=")
+
+
 OTHER_CASES: list[tuple[str, str, str, Any, str]] = [
     ("seed NaN", "PUT", "/v1/ladders/test/players/a", '{"mu": NaN}', "mu"),
     ("seed absurd mu", "PUT", "/v1/ladders/test/players/a", {"mu": 1e10}, "mu"),
@@ -221,6 +227,22 @@ OTHER_CASES: list[tuple[str, str, str, Any, str]] = [
         "/v1/ladders/test/leaderboard?cursor=WzEuMCwgIlx1MDAwMCJd",
         None,
         "cursor",
+    ),
+    *(
+        (f"{name} cursor on {route}", "GET", f"{path}?cursor={_cursor(key)}", None, "cursor")
+        for name, key in (
+            ("int64 overflow", "[9223372036854775808]"),
+            ("lone surrogate", '["\\ud800"]'),
+            ("400-digit", "[" + "9" * 400 + "]"),
+            ("400-digit float", "[" + "9" * 400 + ', "a"]'),
+            ("lone surrogate in a leaderboard", '[1.0, "\\ud800"]'),
+        )
+        for route, path in (
+            ("ladders", "/v1/ladders"),
+            ("leaderboard", "/v1/ladders/test/leaderboard"),
+            ("matches", "/v1/ladders/test/matches"),
+            ("history", "/v1/ladders/test/players/a/history"),
+        )
     ),
 ]
 
