@@ -68,11 +68,14 @@ def _access(needed: str) -> Callable[..., Awaitable[Access]]:
     async def dependency(credentials: Credentials) -> Access:
         # Asynchronous: no trip to the thread pool; the key is checked in the route's
         # transaction.
-        if needed == "read" and not get_settings().require_read_key:
-            return Access(None, needed)
-        if credentials is None or not credentials.credentials:
+        presented = credentials.credentials if credentials is not None else ""
+        if not presented:
+            if needed == "read" and not get_settings().require_read_key:
+                return Access(None, needed)
             raise _missing(needed)
-        return Access(credentials.credentials, needed)
+        # A key presented on an open read is checked too: an unknown or revoked one is a
+        # 401 (a client must learn its key is wrong before the day reads need one).
+        return Access(presented, needed)
 
     dependency.__name__ = f"require_{needed}"
     dependency.__doc__ = f"FastAPI dependency: the Bearer key of a route of scope {needed}."

@@ -57,3 +57,18 @@ def test_reads_need_a_key_when_configured(
         "/v1/ladders/test/quality", json={"teams": [["a"], ["b"]]}, headers={"Authorization": ""}
     )
     assert_problem(quality, 401)
+
+
+def test_a_wrong_key_on_an_open_read_is_refused(client: TestClient, database_url: str) -> None:
+    """Reads are open, but a key that is sent is checked: an unknown or revoked one is a
+    401, so a client learns its key is wrong before the day reads need one."""
+    create_ladder(client)
+    read = _key(database_url, "read")
+    garbage = {"Authorization": "Bearer garbage"}
+    for path in ("/v1/ladders", "/v1/ladders/test", "/v1/ladders/test/leaderboard"):
+        assert_problem(client.get(path, headers=garbage), 401)
+        assert client.get(path, headers=read).status_code == 200, path
+    quality = client.post(
+        "/v1/ladders/test/quality", json={"teams": [["a"], ["b"]]}, headers=garbage
+    )
+    assert_problem(quality, 401)
