@@ -157,7 +157,8 @@ def bucket_width(algorithm: str, params: Mapping[str, float | str]) -> float:
         scale, per = params.get("scale", 400.0), BUCKETS_PER_ELO_SCALE
     if isinstance(scale, str) or not (math.isfinite(scale) and scale > 0):
         return 1.0
-    return 2.0 ** min(max(round(math.log2(scale / per)), -40), 40)
+    # log2 of each (their quotient underflows to 0 for the smallest floats).
+    return 2.0 ** min(max(round(math.log2(scale) - math.log2(per)), -40), 40)
 
 
 def degenerate(ladder: Ladder, exc: Exception) -> InvalidInput:

@@ -127,9 +127,13 @@ class TrueSkill:
         self._beta = check_positive("beta", beta)
         self._tau = check_positive("tau", tau, allow_zero=True)
         draw_probability = check_positive("draw_probability", draw_probability, allow_zero=True)
-        if draw_probability >= 1.0:
+        if draw_probability >= 1.0 or (draw_probability + 1.0) / 2.0 >= 1.0:
+            # The second: so close to 1 that the draw margin's quantile rounds to 1 (the
+            # margin would be infinite).
             raise RatingInputError(
-                "draw_probability", f"must be in [0, 1), got {draw_probability!r}"
+                "draw_probability",
+                f"must be in [0, 1) with a finite draw margin (at most 1 - 2**-52), "
+                f"got {draw_probability!r}",
             )
         self._draw_probability = draw_probability
         self._ep_tolerance = check_positive("ep_tolerance", ep_tolerance)
