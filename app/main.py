@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import gc
+import json
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 from starlette.datastructures import Headers
@@ -99,15 +101,10 @@ class BodyLimitMiddleware:
         body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
         if body and _is_json(headers.get("content-type")):
-            try:
-                body.decode("utf-8")
-            except UnicodeDecodeError as exc:
+            problem = _json_problem(body)
+            if problem is not None:
                 await self._refuse(
-                    send,
-                    InvalidInput.status,
-                    InvalidInput.title,
-                    InvalidInput.type,
-                    f"body: not UTF-8 (invalid byte at offset {exc.start}); JSON must be UTF-8",
+                    send, InvalidInput.status, InvalidInput.title, InvalidInput.type, problem
                 )
                 return
 
@@ -121,6 +118,39 @@ class BodyLimitMiddleware:
             return await receive()
 
         await self.app(scope, replay, send)
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return out
+
+
+def _json_problem(body: bytes) -> str | None:
+    """What is wrong with a JSON body before any route sees it: not UTF-8, or a key twice
+    in one object (a parser keeps the last value silently: ``{"ranks": [NaN, 1], "ranks":
+    [2, 1]}`` would pass as the second). A body that is not JSON at all is left to the
+    route's own validation, which names where."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"body: not UTF-8 (invalid byte at offset {exc.start}); JSON must be UTF-8"
+    try:
+        json.loads(text, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        return f"body: the key {str(exc)[:64]!r} appears twice in one object"
+    except (ValueError, RecursionError):
+        return None
+    return None
 
 
 #: Allocations (net of frees) between two young-generation collections; Python's is 700.

@@ -282,3 +282,35 @@ def test_a_match_the_core_refuses_is_rolled_back(client: TestClient, database_ur
     assert_problem(client.post("/v1/ladders/test/matches", json=body), 422, "weights")
     assert table_counts(database_url) == before
     assert_problem(client.get("/v1/ladders/test/players/new1"), 404)
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "key"),
+    [
+        (
+            "/v1/ladders/test/matches",
+            '{"teams": [["a"], ["b"]], "ranks": [1, 2], "ranks": [2, 1]}',
+            "ranks",
+        ),
+        (
+            "/v1/ladders/test/matches",
+            '{"teams": [["a"], ["b"]], "meta": {"map": 1, "map": 2}}',
+            "map",
+        ),
+        ("/v1/ladders/test/matches/batch", '{"matches": [], "matches": []}', "matches"),
+        ("/v1/ladders", '{"id": "x", "id": "y", "algorithm": "elo"}', "id"),
+    ],
+)
+def test_a_key_twice_in_one_object_is_refused(
+    client: TestClient, database_url: str, path: str, body: str, key: str
+) -> None:
+    """A JSON parser keeps the last of two equal keys silently ({"ranks": [NaN, 1],
+    "ranks": [2, 1]} passed as the second): refused, naming the key, nothing written."""
+    create_ladder(client)
+    before = table_counts(database_url)
+    response = client.post(
+        path, content=body.encode(), headers={"content-type": "application/json"}
+    )
+    assert_problem(response, 422, key)
+    assert "twice" in response.json()["detail"]
+    assert table_counts(database_url) == before
