@@ -183,8 +183,14 @@ async def _lifespan(_app: FastAPI) -> AsyncIterator[None]:
 def create_app(settings: Settings | None = None) -> FastAPI:
     """A new application instance (tests make one each; uvicorn serves ``app``)."""
     settings = settings or get_settings()
+    # No redirect to the path without its trailing slash: an empty 307 that a client's POST
+    # may not follow; the path is a 404 problem like any other that names no route.
     application = FastAPI(
-        title="ratings", version="1.0.0", description=DESCRIPTION, lifespan=_lifespan
+        title="ratings",
+        version="1.0.0",
+        description=DESCRIPTION,
+        lifespan=_lifespan,
+        redirect_slashes=False,
     )
     install_error_handlers(application)
     application.state.group_writer = GroupWriter(

@@ -128,12 +128,8 @@ def seed_player(
         raise InvalidInput("player_id: 1 to 128 characters")
     config = ladder_config(ladder)
     prior = config.model.rating()
-    if config.bayesian:
-        new = Rating(body.mu, body.sigma if body.sigma is not None else prior.sigma)
-    elif body.sigma is not None:
+    if not config.bayesian and body.sigma is not None:
         raise InvalidInput("sigma: an Elo rating has no sigma; omit it")
-    else:
-        new = Rating(body.mu, 0.0)
     repositories.insert_missing_ratings(
         session=session,
         ladder_id=ladder.id,
@@ -147,6 +143,8 @@ def seed_player(
     if row is None:  # inserted just above, in this transaction
         raise _unknown_player(ladder, player_id)
     old = rating_of(row)
+    # Without a sigma a Bayesian rating keeps its own (the prior's for a new player).
+    new = Rating(body.mu, body.sigma if body.sigma is not None else old.sigma)
     row.mu = new.mu
     row.sigma = config.stored_sigma(new)
     row.conservative = config.conservative(new)

@@ -314,3 +314,11 @@ def test_a_key_twice_in_one_object_is_refused(
     assert_problem(response, 422, key)
     assert "twice" in response.json()["detail"]
     assert table_counts(database_url) == before
+
+
+def test_a_trailing_slash_is_a_404_problem_not_an_empty_redirect(client: TestClient) -> None:
+    create_ladder(client)
+    for method, path in (("GET", "/v1/ladders/"), ("POST", "/v1/ladders/test/matches/")):
+        response = client.request(method, path, follow_redirects=False)
+        assert response.status_code == 404, (method, path, response.status_code)
+        assert response.headers["content-type"] == "application/problem+json"

@@ -208,3 +208,18 @@ def test_leaderboard_pages_are_index_range_scans(database_url: str) -> None:
     # The page starts at the cursor inside the index, not at the top of the ladder.
     bounded = [line for line in plan if "conservative" in str(line) and "Filter" not in str(line)]
     assert bounded, text_plan
+
+
+def test_a_seed_without_sigma_keeps_the_players_sigma(client: TestClient) -> None:
+    """A new player gets the prior's sigma; a rated one keeps the sigma it has (a seed of
+    mu alone moves the mean, it does not make the rating uncertain again)."""
+    create_ladder(client)
+    new = _seed(client, "test", "n", 30.0, None)
+    assert new["sigma"] == pytest.approx(25.0 / 3.0)
+    post_match(client, "test", {"teams": [["a"], ["b"]]})
+    sigma = client.get("/v1/ladders/test/players/a").json()["sigma"]
+    assert sigma < 25.0 / 3.0
+    moved = _seed(client, "test", "a", 40.0, None)
+    assert (moved["mu"], moved["sigma"]) == (40.0, sigma)
+    history = client.get("/v1/ladders/test/players/a/history").json()["entries"]
+    assert history[0]["before"]["sigma"] == history[0]["after"]["sigma"] == sigma

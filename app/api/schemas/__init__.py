@@ -675,7 +675,8 @@ class PlayerSeed(RequestBody):
     mu: Mu
     sigma: Sigma | None = Field(
         default=None,
-        description="Bayesian ladders: default the ladder's prior sigma. Elo: omit or null.",
+        description="Bayesian ladders: default the player's current sigma (the prior's for "
+        "a new player). Elo: omit or null.",
     )
 
 
