@@ -14,10 +14,10 @@ import traceback
 from collections.abc import Callable
 
 from app.api.metrics import MULTIPROC_ENV
-from app.cli.base import report_errors, transaction
+from app.cli.base import CommandError, report_errors, transaction
 from app.config import GC_TUNING_ENV, get_settings
 from app.services import auth
-from app.storage.engine import dispose_engines, upgrade
+from app.storage.engine import current_revisions, dispose_engines, is_older, upgrade
 
 #: glibc malloc arenas per serving process unless ``MALLOC_ARENA_MAX`` says otherwise.
 DEFAULT_MALLOC_ARENAS = 2
@@ -121,8 +121,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
+    before = current_revisions()
+    if args.revision != "head" and is_older(args.revision, before):
+        raise CommandError(
+            f"the database schema is at {', '.join(sorted(before))}, newer than "
+            f"{args.revision}: migrate only goes up, nothing was done"
+        )
     upgrade(revision=args.revision)
-    print(f"database schema at {args.revision}", file=sys.stderr)
+    after = current_revisions()
+    print(f"database schema at {', '.join(sorted(after)) or 'base'}", file=sys.stderr)
     return 0
 
 

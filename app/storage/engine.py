@@ -342,6 +342,40 @@ def _revisions(source: str) -> tuple[str | None, tuple[str, ...]]:
     return revision, parents
 
 
+def _parents() -> dict[str, tuple[str, ...]]:
+    """Each migration's revision and the revisions it follows, from the files."""
+    parents: dict[str, tuple[str, ...]] = {}
+    for path in (MIGRATIONS / "versions").glob("*.py"):
+        revision, follows = _revisions(path.read_text(encoding="utf-8"))
+        if revision is not None:
+            parents[revision] = follows
+    return parents
+
+
+def current_revisions(url: str | None = None) -> set[str]:
+    """The schema revisions the database at ``url`` is at (none: never migrated)."""
+    engine = get_engine(url)
+    with engine.connect() as connection:
+        if not inspect(connection).has_table("alembic_version"):
+            return set()
+        return set(connection.scalars(text("SELECT version_num FROM alembic_version")))
+
+
+def is_older(revision: str, than: set[str]) -> bool:
+    """Whether ``revision`` comes before one of ``than`` in the migrations' order."""
+    parents = _parents()
+    stack = [parent for current in than for parent in parents.get(current, ())]
+    seen: set[str] = set()
+    while stack:
+        node = stack.pop()
+        if node == revision:
+            return True
+        if node not in seen:
+            seen.add(node)
+            stack.extend(parents.get(node, ()))
+    return False
+
+
 def migration_heads() -> set[str]:
     """The newest revisions of ``app/migrations/versions`` (the ones no migration follows),
     read from the files themselves, as ``alembic heads`` would list them."""

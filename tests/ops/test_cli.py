@@ -51,6 +51,20 @@ class TestMigrate:
         assert schema_is_current(get_engine(fresh_url))
         assert run(capsys, "migrate")[0] == 0  # again: nothing to do
 
+    def test_a_revision_older_than_the_database_is_refused(
+        self, fresh_url: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """migrate only goes up: a revision older than the database's says so and changes
+        nothing, instead of printing success."""
+        status, _, err = run(capsys, "migrate", "--revision", "0005")
+        assert status == 0 and err.strip() == "database schema at 0005"
+        assert not schema_is_current(get_engine(fresh_url))
+        assert run(capsys, "migrate")[0] == 0
+        status, _, err = run(capsys, "migrate", "--revision", "0004")
+        assert status == 1
+        assert "newer than 0004" in err and "nothing was done" in err
+        assert schema_is_current(get_engine(fresh_url))
+
     def test_database_url_option(
         self, tmp_path: Path, fresh_url: str, capsys: pytest.CaptureFixture[str]
     ) -> None:
