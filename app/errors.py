@@ -121,9 +121,13 @@ def validation_detail(errors: Sequence[Mapping[str, Any]]) -> str:
         elif error.get("type") == "json_invalid":
             reason = (error.get("ctx") or {}).get("error")
             message = f"the body is not valid JSON ({reason})" if reason else "invalid JSON"
+        loc = tuple(error.get("loc", ()))
+        if loc:
+            # A validator that names its field ("ranks: expected ...") is not named twice.
+            message = message.removeprefix(f"{loc[-1]}: ")
         if len(message) > _MAX_MESSAGE:
             message = message[: _MAX_MESSAGE - 3] + "..."
-        parts.append(f"{_location(error.get('loc', ()))}: {message}")
+        parts.append(f"{_location(loc)}: {message}")
     if len(errors) > _MAX_ERRORS:
         parts.append(f"and {len(errors) - _MAX_ERRORS} more")
     return "; ".join(parts) or "invalid request"

@@ -322,3 +322,17 @@ def test_a_trailing_slash_is_a_404_problem_not_an_empty_redirect(client: TestCli
         response = client.request(method, path, follow_redirects=False)
         assert response.status_code == 404, (method, path, response.status_code)
         assert response.headers["content-type"] == "application/problem+json"
+
+
+def test_a_detail_names_its_field_once(client: TestClient) -> None:
+    create_ladder(client)
+    response = client.post("/v1/ladders/test/matches", json={"teams": [["a"], ["b"]], "ranks": [1]})
+    assert_problem(response, 422, "ranks")
+    assert response.json()["detail"] == "body.ranks: expected 2 values (one per team), got 1"
+
+
+def test_changing_the_algorithm_says_a_new_ladder_is_the_way(client: TestClient) -> None:
+    create_ladder(client)
+    response = client.patch("/v1/ladders/test", json={"algorithm": "elo"})
+    assert_problem(response, 422, "algorithm")
+    assert "new ladder" in response.json()["detail"]

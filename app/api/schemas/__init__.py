@@ -18,6 +18,7 @@ from pydantic import (
     StringConstraints,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from app.domain import jsontext
@@ -256,6 +257,17 @@ class LadderUpdate(RequestBody):
         default=False,
         description="Change the parameters and replay every match with them, in one transaction.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _algorithm_is_fixed(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "algorithm" in data:
+            raise ValueError(
+                "algorithm: a ladder's algorithm cannot change (its ratings are in that "
+                "algorithm's units); create a new ladder with the algorithm, and import or "
+                "replay its matches there"
+            )
+        return data
 
     @field_validator("params")
     @classmethod
