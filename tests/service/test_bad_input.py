@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import urllib.parse
 from typing import Any
 
 import pytest
@@ -336,3 +337,36 @@ def test_changing_the_algorithm_says_a_new_ladder_is_the_way(client: TestClient)
     response = client.patch("/v1/ladders/test", json={"algorithm": "elo"})
     assert_problem(response, 422, "algorithm")
     assert "new ladder" in response.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"match_id": "2026/11/21-g7", "teams": [["a"], ["b"]]}, "match_id"),
+        ({"teams": [["eu/alice"], ["b"]]}, "teams.0.0"),
+        ({"teams": [[".."], ["b"]]}, "teams.0.0"),
+        ({"teams": [["a"], ["."]]}, "teams.1.0"),
+    ],
+)
+def test_an_id_no_route_could_address_is_refused(
+    client: TestClient, database_url: str, body: dict[str, Any], field: str
+) -> None:
+    """A "/" (even percent-encoded) splits a path segment and clients drop "." and ".."
+    segments: such an id could be posted but never read, voided or erased afterwards."""
+    create_ladder(client)
+    before = table_counts(database_url)
+    assert_problem(client.post("/v1/ladders/test/matches", json=body), 422, field)
+    assert table_counts(database_url) == before
+
+
+def test_every_id_that_is_accepted_is_addressable(client: TestClient) -> None:
+    create_ladder(client)
+    odd = "eu:alice?#&= ü"
+    body = {"match_id": "g 7?#&", "teams": [[odd], ["b"]]}
+    assert client.post("/v1/ladders/test/matches", json=body).status_code == 201
+    quoted = urllib.parse.quote(odd, safe="")
+    assert client.get(f"/v1/ladders/test/players/{quoted}").json()["player_id"] == odd
+    assert client.get(f"/v1/ladders/test/players/{quoted}/history").status_code == 200
+    match = urllib.parse.quote("g 7?#&", safe="")
+    assert client.get(f"/v1/ladders/test/matches/{match}").json()["match_id"] == "g 7?#&"
+    assert client.delete(f"/v1/ladders/test/matches/{match}").status_code == 200

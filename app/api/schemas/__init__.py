@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -41,10 +42,22 @@ MAX_OUTCOME = 1e15
 
 Algorithm = Literal["trueskill", "plackett_luce", "elo"]
 
-#: Player and match ids: 1 to 128 characters, no control characters.
-ID_PATTERN = r"^[^\x00-\x1f\x7f]+$"
+#: Player and match ids: 1 to 128 characters, no control characters, no "/" and not "." or
+#: "..": every id must be addressable as one path segment by every route that takes it (a
+#: "/", even percent-encoded, splits the segment; clients drop "." and ".." segments).
+ID_PATTERN = r"^[^\x00-\x1f\x7f/]+$"
+
+
+def _one_segment(value: str) -> str:
+    if value in (".", ".."):
+        raise ValueError(f"{value!r} cannot be addressed in a URL path")
+    return value
+
+
 PlayerId = Annotated[
-    str, StringConstraints(min_length=1, max_length=MAX_ID_LENGTH, pattern=ID_PATTERN)
+    str,
+    StringConstraints(min_length=1, max_length=MAX_ID_LENGTH, pattern=ID_PATTERN),
+    AfterValidator(_one_segment),
 ]
 MatchId = PlayerId
 LadderId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9_-]{1,64}$")]
