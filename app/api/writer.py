@@ -44,12 +44,17 @@ class _Waiting:
     answer: asyncio.Future[Answer] = field(repr=False)
 
 
+def _record(group: list[Submitted]) -> list[Answer]:
+    """``group`` in one transaction of the unit of work."""
+    return unit_of_work.run(
+        lambda session: recording.record_group(session=session, submitted=group)
+    )
+
+
 def _write(group: list[Submitted]) -> list[Answer]:
     """Write ``group`` in one transaction; after a write-time conflict, each alone."""
     try:
-        return unit_of_work.run(
-            lambda session: recording.record_group(session=session, submitted=group)
-        )
+        return _record(group)
     except IntegrityError:
         if len(group) == 1:
             raise
@@ -59,9 +64,7 @@ def _write(group: list[Submitted]) -> list[Answer]:
 def _write_alone(submitted: Submitted) -> Answer:
     for run in range(1, LONE_RUNS + 1):
         try:
-            (answer,) = unit_of_work.run(
-                lambda session: recording.record_group(session=session, submitted=[submitted])
-            )
+            (answer,) = _record([submitted])
             return answer
         except IntegrityError:
             if run == LONE_RUNS:

@@ -379,14 +379,8 @@ def is_older(revision: str, than: set[str]) -> bool:
 def migration_heads() -> set[str]:
     """The newest revisions of ``app/migrations/versions`` (the ones no migration follows),
     read from the files themselves, as ``alembic heads`` would list them."""
-    revisions: set[str] = set()
-    followed: set[str] = set()
-    for path in (MIGRATIONS / "versions").glob("*.py"):
-        revision, parents = _revisions(path.read_text(encoding="utf-8"))
-        if revision is not None:
-            revisions.add(revision)
-            followed.update(parents)
-    return revisions - followed
+    parents = _parents()
+    return set(parents) - {parent for follows in parents.values() for parent in follows}
 
 
 def schema_is_current(engine: Engine) -> bool:
