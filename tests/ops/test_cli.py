@@ -323,6 +323,9 @@ class TestServe:
         # the figure is the sum over the workers' files, not one worker's share.
         assert float(line.rsplit(" ", 1)[1]) == 21
         assert "_created" not in text  # multiprocess exposition has no creation stamps
+        # The database's own figure is read once per scrape, never summed over workers.
+        samples = [line for line in text.splitlines() if line.startswith("ratings_database_")]
+        assert samples == ["ratings_database_matches_recorded_total 0.0"]
 
 
 POSTGRES_URL = os.environ.get("RATINGS_TEST_POSTGRES_URL")
