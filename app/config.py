@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, field_validator
@@ -12,14 +14,41 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 #: worker then tunes its garbage collector when it starts (``app.main.tune_gc``).
 GC_TUNING_ENV = "RATINGS_GC_TUNING"
 
+#: The file name of the default SQLite database (:func:`default_database_path`).
+DATABASE_FILE = "ratings.db"
+#: The folder ``app/`` is in: a source checkout's root, or an installed package's
+#: ``site-packages``.
+PACKAGE_PARENT = Path(__file__).resolve().parents[1]
+
+
+def default_database_path() -> Path:
+    """The SQLite file used when ``RATINGS_DATABASE_URL`` is not set, the same whatever
+    the working directory: ``ratings.db`` at the root of a source checkout (the folder
+    holding ``pyproject.toml`` beside ``app/``, where ``scripts/serve`` and the ``ratings``
+    command of its ``.venv`` both find it); for an installed package, which has no such
+    folder, ``ratings/ratings.db`` in the user's data folder (``$XDG_DATA_HOME``, by
+    default ``~/.local/share``)."""
+    if (PACKAGE_PARENT / "pyproject.toml").is_file():
+        return PACKAGE_PARENT / DATABASE_FILE
+    data = Path(os.environ.get("XDG_DATA_HOME") or "~/.local/share").expanduser()
+    if not data.is_absolute():  # the XDG rule: a relative value is ignored
+        data = Path("~/.local/share").expanduser()
+    return data / "ratings" / DATABASE_FILE
+
+
+def default_database_url() -> str:
+    """The SQLAlchemy URL of :func:`default_database_path`."""
+    return f"sqlite:///{default_database_path().as_posix()}"
+
 
 class Settings(BaseSettings):
     """The service's configuration; every field is ``RATINGS_<NAME>`` in the environment."""
 
     model_config = SettingsConfigDict(env_prefix="RATINGS_", extra="ignore")
 
-    #: Any SQLAlchemy URL; a plain ``postgresql://`` URL uses psycopg 3.
-    database_url: str = "sqlite:///./ratings.db"
+    #: Any SQLAlchemy URL; a plain ``postgresql://`` URL uses psycopg 3. Unset: the SQLite
+    #: file of :func:`default_database_path`, never one relative to the working directory.
+    database_url: str = Field(default_factory=default_database_url)
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
     workers: int = Field(default=1, ge=1, le=64)
@@ -42,6 +71,11 @@ class Settings(BaseSettings):
     readiness_timeout_s: float = Field(default=2.0, gt=0, le=60)
     #: uvicorn's log level: critical, error, warning, info, debug or trace.
     log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = "info"
+
+    @property
+    def database_url_is_default(self) -> bool:
+        """Whether ``database_url`` is the default (``RATINGS_DATABASE_URL`` not set)."""
+        return "database_url" not in self.model_fields_set
 
     @field_validator("log_level", mode="before")
     @classmethod

@@ -7,7 +7,6 @@ import json
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 from fastapi import FastAPI
 from starlette.datastructures import Headers
@@ -19,6 +18,7 @@ from app.api.ratelimit import RateLimitMiddleware
 from app.api.router import api_router
 from app.api.writer import GroupWriter
 from app.config import GC_TUNING_ENV, Settings, get_settings
+from app.domain.jsontext import DuplicateKey, unique_keys
 from app.errors import InvalidInput, PayloadTooLarge, install_error_handlers, problem_response
 
 DESCRIPTION = """\
@@ -120,21 +120,6 @@ class BodyLimitMiddleware:
         await self.app(scope, replay, send)
 
 
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out = dict(pairs)
-    if len(out) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _DuplicateKey(key)
-            seen.add(key)
-    return out
-
-
 def _json_problem(body: bytes) -> str | None:
     """What is wrong with a JSON body before any route sees it: not UTF-8, or a key twice
     in one object (a parser keeps the last value silently: ``{"ranks": [NaN, 1], "ranks":
@@ -145,8 +130,8 @@ def _json_problem(body: bytes) -> str | None:
     except UnicodeDecodeError as exc:
         return f"body: not UTF-8 (invalid byte at offset {exc.start}); JSON must be UTF-8"
     try:
-        json.loads(text, object_pairs_hook=_unique_keys)
-    except _DuplicateKey as exc:
+        json.loads(text, object_pairs_hook=unique_keys)
+    except DuplicateKey as exc:
         return f"body: the key {str(exc)[:64]!r} appears twice in one object"
     except (ValueError, RecursionError):
         return None

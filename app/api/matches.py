@@ -118,6 +118,8 @@ async def list_matches(
     limit: Limit = LIMIT_DEFAULT,
     cursor: Cursor = None,
 ) -> Response:
+    """Newest first by `seq`, the order of recording (seqs count across all ladders, so a
+    ladder's have gaps); voided matches stay listed, marked `voided`."""
     return await answer(
         access,
         lambda session: matches.list_matches(

@@ -3,6 +3,11 @@
 With several uvicorn workers each process counts on its own; ``ratings serve --workers N``
 therefore sets ``PROMETHEUS_MULTIPROC_DIR`` (prometheus-client's multiprocess mode) before
 the workers start, and ``/metrics`` then sums the files every worker writes there.
+
+What a process counts is what it did itself: matches recorded by ``ratings import`` (its
+own process) or by another instance are not in ``ratings_matches_recorded_total``. The
+database's own figure, ``ratings_database_matches_recorded_total``, is read at each scrape
+(:func:`database_metrics`).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from prometheus_client import (
     generate_latest,
     multiprocess,
 )
+from prometheus_client.core import CounterMetricFamily, Metric
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 #: The environment variable that switches prometheus-client to multiprocess mode.
@@ -36,10 +42,22 @@ LATENCY = Histogram(
     ["method", "route"],
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
 )
-#: Incremented once per match applied to a ladder (an idempotent replay is not counted).
+#: Incremented once per match this process applied to a ladder through the API (an
+#: idempotent replay is not counted); ``ratings import`` runs in a process of its own.
 MATCHES_RECORDED = Counter(
     "ratings_matches_recorded",
-    "Matches recorded and applied to ratings.",
+    "Matches this process (all its workers) recorded through the API since it started; "
+    "not those of ratings import or of other instances (see "
+    "ratings_database_matches_recorded_total).",
+)
+
+#: The name and help of the figure read from the database at each scrape.
+DATABASE_MATCHES = "ratings_database_matches_recorded"
+DATABASE_MATCHES_HELP = (
+    "Matches recorded in the database by every process (API workers of every instance, "
+    "ratings import), all ladders, voided ones included: the newest match's seq, read at "
+    "scrape time. On PostgreSQL a recording that rolled back leaves its numbers unused, so "
+    "it may run ahead of the rows by those."
 )
 
 #: Single-match POSTs written together in one transaction (``app.api.writer``).
@@ -64,6 +82,27 @@ def render_metrics() -> tuple[bytes, str]:
         multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
         return generate_latest(registry), CONTENT_TYPE_LATEST
     return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+
+
+class _Read:
+    """A collector of figures read already (``collect`` hands them over as they are)."""
+
+    def __init__(self, families: list[Metric]) -> None:
+        self._families = families
+
+    def collect(self) -> list[Metric]:
+        return self._families
+
+
+def database_metrics(last_match_seq: int | None) -> bytes:
+    """The exposition text of the figures read from the database at this scrape; nothing
+    when the database could not be read (``None``)."""
+    if last_match_seq is None:
+        return b""
+    registry = CollectorRegistry(auto_describe=False)
+    family = CounterMetricFamily(DATABASE_MATCHES, DATABASE_MATCHES_HELP, value=last_match_seq)
+    registry.register(_Read([family]))
+    return generate_latest(registry)
 
 
 _PARAMETER = re.compile(r"{([^}:]+)(?::[^}]*)?}")

@@ -7,9 +7,10 @@ from anyio import to_thread
 from fastapi import APIRouter, Response
 from pydantic import BaseModel, Field
 
-from app.api.metrics import render_metrics
+from app.api.metrics import database_metrics, render_metrics
 from app.config import get_settings
 from app.errors import ServiceUnavailable
+from app.storage import repositories, unit_of_work
 from app.storage.engine import get_engine, schema_is_current
 
 router = APIRouter(tags=["operations"])
@@ -53,13 +54,33 @@ async def readyz() -> Status:
     return Status(status="ready")
 
 
+def _last_match_seq() -> int:
+    return unit_of_work.run(
+        lambda session: repositories.last_match_seq(session=session), read_only=True, attempts=1
+    )
+
+
+async def _database_figure() -> int | None:
+    """The newest match's seq, or None when the database does not answer within
+    ``RATINGS_READINESS_TIMEOUT_S`` (a scrape never hangs on a dead database) or fails."""
+    try:
+        with anyio.fail_after(get_settings().readiness_timeout_s):
+            return await to_thread.run_sync(_last_match_seq, abandon_on_cancel=True)
+    except Exception:
+        return None
+
+
 @router.get(
     "/metrics",
     summary="Prometheus metrics",
     response_class=Response,
     responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text format"}},
 )
-def metrics() -> Response:
-    """Request counts and latencies by route template and status, and matches recorded."""
-    body, content_type = render_metrics()
-    return Response(content=body, media_type=content_type)
+async def metrics() -> Response:
+    """Request counts and latencies by route template and status; matches recorded by this
+    process through the API (`ratings_matches_recorded_total`) and, read from the database
+    at each scrape, by every process (`ratings_database_matches_recorded_total`: the
+    newest match's seq, an index lookup; absent while the database does not answer)."""
+    recorded = await _database_figure()
+    body, content_type = await to_thread.run_sync(render_metrics)
+    return Response(content=body + database_metrics(recorded), media_type=content_type)

@@ -23,7 +23,7 @@ def cmd_keys_create(args: argparse.Namespace) -> int:
 
 
 def cmd_keys_list(args: argparse.Namespace) -> int:
-    keys = transaction(auth.list_keys)
+    keys = transaction(auth.list_keys, read_only=True)
     if args.json:
         rows = [
             {

@@ -1,10 +1,12 @@
-"""The ``ratings`` command: serve the API, migrate the database, manage API keys, import
-and rebuild ladders, evaluate and fit rating algorithms. One module per command group:
-``server`` (serve, migrate), ``keys``, ``ladders`` (import, rebuild) and, from
-``app.evaluation.cli``, evaluate and fit.
+"""The ``ratings`` command: serve the API, migrate the database, manage API keys, make,
+list, import into and rebuild ladders, evaluate and fit rating algorithms. One module per
+command group: ``server`` (serve, migrate), ``keys``, ``ladders`` (ladders create and list,
+import, rebuild) and, from ``app.evaluation.cli``, evaluate and fit.
 
 Settings come from ``RATINGS_*`` environment variables (see ``app/config.py``);
-``--database-url`` overrides ``RATINGS_DATABASE_URL`` for one command.
+``--database-url`` overrides ``RATINGS_DATABASE_URL`` for one command. Without either, the
+database is ``app.config.default_database_path()``, whatever the working directory; only
+``migrate`` and ``serve`` create a database.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from functools import partial
 
 from app.cli import keys, ladders, server
 from app.cli.base import report_errors
-from app.config import get_settings
+from app.config import default_database_url, get_settings
 from app.evaluation.cli import add_parsers as add_evaluation_parsers
 from app.storage.engine import dispose_engines
 
@@ -25,17 +27,19 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``ratings``."""
     parser = argparse.ArgumentParser(
         prog="ratings",
-        description="Skill-rating service: serve, migrate, manage API keys, import and "
-        "rebuild ladders, evaluate and fit rating algorithms on match files.",
+        description="Skill-rating service: serve, migrate, manage API keys, make, list, "
+        "import into and rebuild ladders, evaluate and fit rating algorithms on match files.",
     )
     parser.add_argument(
-        "--database-url", help="SQLAlchemy database URL (default: RATINGS_DATABASE_URL)"
+        "--database-url",
+        help="SQLAlchemy database URL (default: RATINGS_DATABASE_URL, else "
+        f"{default_database_url()}); only migrate and serve create a database",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     server.add_parsers(commands)  # serve, migrate
     keys.add_parsers(commands)  # keys create, list, revoke
-    ladders.add_parsers(commands)  # import, rebuild
+    ladders.add_parsers(commands)  # ladders create, list; import, rebuild
     add_evaluation_parsers(commands)  # evaluate, fit
     return parser
 

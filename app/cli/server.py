@@ -14,10 +14,16 @@ import traceback
 from collections.abc import Callable
 
 from app.api.metrics import MULTIPROC_ENV
-from app.cli.base import CommandError, report_errors, transaction
+from app.cli.base import CommandError, database, report_errors, transaction
 from app.config import GC_TUNING_ENV, get_settings
 from app.services import auth
-from app.storage.engine import current_revisions, dispose_engines, is_older, upgrade
+from app.storage.engine import (
+    current_revisions,
+    dispose_engines,
+    is_older,
+    sqlite_file,
+    upgrade,
+)
 
 #: glibc malloc arenas per serving process unless ``MALLOC_ARENA_MAX`` says otherwise.
 DEFAULT_MALLOC_ARENAS = 2
@@ -34,9 +40,36 @@ def _multiprocess_metrics_dir() -> None:
     atexit.register(shutil.rmtree, directory, ignore_errors=True)
 
 
+def _migrate(revision: str = "head") -> None:
+    """Bring the configured database up to ``revision``, creating it if need be (the folder
+    of the default SQLite file too), and say which database it was and what was done."""
+    settings = get_settings()
+    path = sqlite_file(settings.database_url)
+    if path is not None and settings.database_url_is_default:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    before = current_revisions()
+    if revision != "head" and is_older(revision, before):
+        raise CommandError(
+            f"the database {database()} is at schema {', '.join(sorted(before))}, newer than "
+            f"{revision}: migrate only goes up, nothing was done"
+        )
+    upgrade(revision=revision)
+    after = current_revisions()
+    at = ", ".join(sorted(after)) or "base"
+    if after == before:
+        print(f"database {database()}: schema at {at} already", file=sys.stderr, flush=True)
+    else:
+        was = ", ".join(sorted(before)) or "empty"
+        print(
+            f"database {database()}: schema migrated from {was} to {at}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
 def _prepare_to_serve() -> int:
     """Migrate to head and make the first admin key if there is none (``serve``'s first step)."""
-    upgrade()
+    _migrate()
     new = transaction(auth.ensure_first_admin_key)
     if new is not None:
         print(
@@ -121,15 +154,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
-    before = current_revisions()
-    if args.revision != "head" and is_older(args.revision, before):
-        raise CommandError(
-            f"the database schema is at {', '.join(sorted(before))}, newer than "
-            f"{args.revision}: migrate only goes up, nothing was done"
-        )
-    upgrade(revision=args.revision)
-    after = current_revisions()
-    print(f"database schema at {', '.join(sorted(after)) or 'base'}", file=sys.stderr)
+    _migrate(args.revision)
     return 0
 
 
@@ -143,6 +168,9 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     serve.add_argument("--workers", type=int, help="worker processes (default: RATINGS_WORKERS)")
     serve.set_defaults(func=cmd_serve)
 
-    migrate = commands.add_parser("migrate", help="bring the database schema up to a revision")
+    migrate = commands.add_parser(
+        "migrate",
+        help="create the database if need be and bring its schema up to a revision",
+    )
     migrate.add_argument("--revision", default="head", help="target revision (default: head)")
     migrate.set_defaults(func=cmd_migrate)

@@ -1,4 +1,5 @@
-"""The one JSON writer of the service: compact text, non-ASCII kept, finite numbers only.
+"""The one JSON writer of the service: compact text, non-ASCII kept, finite numbers only;
+and the reader's rule that a key appears once per object.
 
 Result documents, JSON columns, the rows sent to PostgreSQL as JSON and the size check of
 ``meta`` all write JSON with these options, so the bytes a client gets back, the bytes
@@ -24,3 +25,20 @@ canonical: Callable[[Any], str] = json.JSONEncoder(
 
 #: A string as :data:`compact` writes it (quoted, escaped; non-ASCII kept).
 string: Callable[[str], str] = json.encoder.encode_basestring
+
+
+class DuplicateKey(ValueError):
+    """A key twice in one JSON object (:func:`unique_keys`); the message is the key."""
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``'s ``object_pairs_hook`` refusing a key twice in one object (a parser
+    keeps the last value silently); raises :class:`DuplicateKey`."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKey(key)
+            seen.add(key)
+    return out

@@ -55,6 +55,31 @@ def normalize_url(url: str) -> str:
     return url
 
 
+def sqlite_file(url: str) -> Path | None:
+    """The file of a SQLite URL as an absolute path (a relative one is taken from the
+    working directory, as SQLite does); None for another database, one in memory, or a
+    ``file:`` URI."""
+    parsed = make_url(normalize_url(url))
+    database = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:":
+        return None
+    if database.startswith("file:"):
+        return None
+    return Path(database).absolute()
+
+
+def shown_url(url: str) -> str:
+    """``url`` as an operator should read it: the password hidden, a SQLite file's path
+    made absolute."""
+    parsed = make_url(url)
+    path = sqlite_file(url)
+    if path is not None:
+        parsed = parsed.set(database=path.as_posix())
+    elif parsed.password is None:
+        return url  # rendering would escape a ``file:`` URI's colons
+    return parsed.render_as_string(hide_password=True)
+
+
 def _sqlite_engine(url: str) -> Engine:
     settings = get_settings()
     engine = create_engine(url, connect_args={"check_same_thread": False})

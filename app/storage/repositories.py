@@ -120,6 +120,13 @@ def count_matches(*, session: Session, ladder_ids: Sequence[str]) -> dict[str, i
     return counts
 
 
+def last_match_seq(*, session: Session) -> int:
+    """The highest match seq in the database (0: no match yet): every recording, by any
+    process and in any ladder, takes the next numbers. One step down the primary key's
+    index, whatever the number of matches."""
+    return int(session.scalar(select(func.max(Match.seq))) or 0)
+
+
 # -- ratings --------------------------------------------------------------------------------
 
 

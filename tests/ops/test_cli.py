@@ -21,9 +21,17 @@ import pytest
 from app.cli.main import main
 from app.config import get_settings
 from app.services import auth
-from app.storage.engine import dispose_engines, get_engine, schema_is_current, session_factory
+from app.storage.engine import (
+    dispose_engines,
+    get_engine,
+    migration_heads,
+    schema_is_current,
+    session_factory,
+)
 
 KEY = re.compile(r"rk_[0-9a-f]{8}_[A-Za-z0-9_-]{43}")
+#: The newest schema revision, as the commands name it.
+HEAD = ", ".join(sorted(migration_heads()))
 
 
 @pytest.fixture
@@ -46,10 +54,12 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 class TestMigrate:
     def test_migrate_to_head(self, fresh_url: str, capsys: pytest.CaptureFixture[str]) -> None:
         assert not schema_is_current(get_engine(fresh_url))
-        status, out, _ = run(capsys, "migrate")
+        status, out, err = run(capsys, "migrate")
         assert status == 0 and out == ""
+        assert err == f"database {fresh_url}: schema migrated from empty to {HEAD}\n"
         assert schema_is_current(get_engine(fresh_url))
-        assert run(capsys, "migrate")[0] == 0  # again: nothing to do
+        status, _, err = run(capsys, "migrate")  # again: nothing to do
+        assert status == 0 and err == f"database {fresh_url}: schema at {HEAD} already\n"
 
     def test_a_revision_older_than_the_database_is_refused(
         self, fresh_url: str, capsys: pytest.CaptureFixture[str]
@@ -57,12 +67,16 @@ class TestMigrate:
         """migrate only goes up: a revision older than the database's says so and changes
         nothing, instead of printing success."""
         status, _, err = run(capsys, "migrate", "--revision", "0005")
-        assert status == 0 and err.strip() == "database schema at 0005"
+        assert status == 0
+        assert err == f"database {fresh_url}: schema migrated from empty to 0005\n"
         assert not schema_is_current(get_engine(fresh_url))
         assert run(capsys, "migrate")[0] == 0
         status, _, err = run(capsys, "migrate", "--revision", "0004")
         assert status == 1
-        assert "newer than 0004" in err and "nothing was done" in err
+        assert err == (
+            f"ratings: the database {fresh_url} is at schema {HEAD}, newer than 0004: "
+            "migrate only goes up, nothing was done\n"
+        )
         assert schema_is_current(get_engine(fresh_url))
 
     def test_database_url_option(
@@ -79,7 +93,10 @@ class TestMigrate:
         url = "postgresql://ratings:hunter2@127.0.0.1:1/none"
         status, out, err = run(capsys, "--database-url", url, "migrate")
         assert status == 1 and out == ""
-        assert err.startswith("ratings: the database is unreachable or refused")
+        assert err.startswith(
+            "ratings: the database postgresql://ratings:***@127.0.0.1:1/none is unreachable "
+            "or refused: "
+        )
         assert "hunter2" not in err and "Traceback" not in err
 
     def test_keys_need_a_migrated_database(
@@ -87,7 +104,10 @@ class TestMigrate:
     ) -> None:
         status, out, err = run(capsys, "keys", "list")
         assert status == 1 and out == ""
-        assert "ratings migrate" in err
+        assert err == (
+            f"ratings: no database at {fresh_url}; `ratings migrate` creates it "
+            "(and `ratings serve` before it serves)\n"
+        )
 
 
 class TestKeys:
@@ -303,6 +323,9 @@ class TestServe:
         # the figure is the sum over the workers' files, not one worker's share.
         assert float(line.rsplit(" ", 1)[1]) == 21
         assert "_created" not in text  # multiprocess exposition has no creation stamps
+        # The database's own figure is read once per scrape, never summed over workers.
+        samples = [line for line in text.splitlines() if line.startswith("ratings_database_")]
+        assert samples == ["ratings_database_matches_recorded_total 0.0"]
 
 
 POSTGRES_URL = os.environ.get("RATINGS_TEST_POSTGRES_URL")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -16,6 +19,7 @@ from app.main import create_app
 from app.services import auth
 from app.storage.engine import dispose_engines
 from tests.ops.conftest import assert_problem, bearer
+from tests.ops.test_cli import ratings_command
 
 
 def unmigrated_client(url: str, monkeypatch: pytest.MonkeyPatch) -> TestClient:
@@ -93,6 +97,14 @@ def sample(name: str, labels: dict[str, str]) -> float:
     return REGISTRY.get_sample_value(name, labels) or 0.0
 
 
+def exposed(client: TestClient, name: str) -> float:
+    """The value of the unlabelled metric ``name`` in the /metrics text."""
+    line = next(
+        line for line in client.get("/metrics").text.splitlines() if line.startswith(f"{name} ")
+    )
+    return float(line.split()[1])
+
+
 class TestMetrics:
     def test_counts_by_route_template_and_status(self, client: TestClient) -> None:
         ok = {"method": "GET", "route": "/healthz", "status": "200"}
@@ -142,6 +154,81 @@ class TestMetrics:
             if line.startswith("ratings_matches_recorded_total ")
         )
         assert float(line.split()[1]) == before + 2
+
+    def test_the_database_figure_counts_every_process(
+        self,
+        client: TestClient,
+        db_url: str,
+        make_key: Callable[[str, str], auth.NewKey],
+        tmp_path: Path,
+    ) -> None:
+        """An import runs in a process of its own: this process's counter does not see it,
+        the figure read from the database does, once per match (a retry and a void add
+        nothing)."""
+        headers = bearer(make_key("admin", "metrics-db").key)
+        ladder = {"id": "imported", "algorithm": "elo"}
+        assert client.post("/v1/ladders", json=ladder, headers=headers).status_code == 201
+        match = {"match_id": "first", "teams": [["a"], ["b"]]}
+        url = "/v1/ladders/imported/matches"
+        assert client.post(url, json=match, headers=headers).status_code == 201
+        recorded = exposed(client, "ratings_database_matches_recorded_total")
+        if db_url.startswith("sqlite"):
+            assert recorded == 1  # PostgreSQL's sequence goes on from earlier tests
+        own = exposed(client, "ratings_matches_recorded_total")
+
+        path = tmp_path / "matches.jsonl"
+        path.write_text(
+            "".join(f'{{"match_id": "i{n}", "teams": [["a"], ["c{n}"]]}}\n' for n in range(3))
+        )
+        done = subprocess.run(
+            [*ratings_command(), "import", str(path), "--ladder", "imported"],
+            env={**os.environ, "RATINGS_DATABASE_URL": db_url},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        assert exposed(client, "ratings_database_matches_recorded_total") == recorded + 3
+        assert exposed(client, "ratings_matches_recorded_total") == own
+
+        assert client.post(url, json=match, headers=headers).status_code == 200  # a retry
+        assert client.delete(f"{url}/i1", headers=headers).status_code == 200
+        assert exposed(client, "ratings_database_matches_recorded_total") == recorded + 3
+        text = client.get("/metrics").text
+        assert "# TYPE ratings_database_matches_recorded_total counter" in text
+        samples = [line for line in text.splitlines() if line.startswith("ratings_database_")]
+        assert samples == [f"ratings_database_matches_recorded_total {recorded + 3:.1f}"]
+
+    def test_no_database_figure_without_a_database(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        client = unmigrated_client(f"sqlite:///{tmp_path}/missing/dir/r.db", monkeypatch)
+        response = client.get("/metrics")
+        assert response.status_code == 200
+        assert "# TYPE ratings_matches_recorded_total counter" in response.text
+        assert "\nratings_database_matches_recorded_total " not in response.text
+
+    def test_a_hanging_database_does_not_hold_up_the_scrape(
+        self, client: TestClient, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setenv("RATINGS_READINESS_TIMEOUT_S", "0.05")
+        get_settings.cache_clear()
+        release = threading.Event()
+
+        def hang() -> int:
+            release.wait(30)
+            return 1
+
+        monkeypatch.setattr(ops, "_last_match_seq", hang)
+        try:
+            started = time.monotonic()
+            response = client.get("/metrics")
+            waited = time.monotonic() - started
+        finally:
+            release.set()
+        assert response.status_code == 200 and waited < 10
+        assert "\nratings_database_matches_recorded_total " not in response.text
+        assert "# TYPE ratings_http_requests_total counter" in response.text
 
     def test_refused_bodies_are_counted(self, db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv("RATINGS_MAX_BODY_BYTES", "1024")

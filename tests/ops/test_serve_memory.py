@@ -49,7 +49,7 @@ class TestChildProcess:
         url = f"sqlite:///{tmp_path / 'no-such-folder' / 'ratings.db'}"
         assert main(["--database-url", url, "serve", "--port", "1"]) == 1
         err = capfd.readouterr().err
-        assert err.startswith("ratings: the database is unreachable or refused: ")
+        assert err.startswith(f"ratings: the database {url} is unreachable or refused: ")
         assert "Traceback" not in err
 
 

@@ -529,7 +529,18 @@ class MatchResult(BaseModel):
 
     match_id: str
     ladder: str
-    seq: int = Field(description="Arrival order: within a ladder, matches were applied by seq.")
+    seq: int = Field(
+        description="The match's place in the order of recording. One numbering serves the "
+        "whole service, every ladder together, so a ladder's seqs have gaps: other ladders' "
+        "matches, and on PostgreSQL the numbers of recordings that rolled back. A client may "
+        "rely on this: a seq is unique across all ladders and never changes (a void or a "
+        "rebuild keeps it); within a ladder, a match whose recording began after another's "
+        "was answered has a higher seq, and a match sharing a player with an earlier one "
+        "always has a higher seq (ratings are applied in seq order); the matches list is "
+        "newest first by seq. It is not a count of matches and not contiguous; on PostgreSQL "
+        "two matches of different players recorded at the same moment may become visible "
+        "in an order other than their seqs."
+    )
     played_at: datetime
     recorded_at: datetime
     quality: float | None = Field(description="Match quality before the match, in (0, 1].")
