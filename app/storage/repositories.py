@@ -1174,6 +1174,32 @@ def delete_player_history(*, session: Session, ladder_id: str, player_id: str) -
     return int(getattr(deleted, "rowcount", 0) or 0)
 
 
+class LadderRows(NamedTuple):
+    """How many rows of each kind deleting a ladder removed."""
+
+    players: int
+    matches: int
+    history: int
+
+
+def delete_ladder_rows(*, session: Session, ladder_id: str) -> LadderRows:
+    """Remove the ladder and every row of it, children first (the caller holds the ladder's
+    row lock, so no writer adds one meanwhile). Its rating buckets go before its ratings:
+    SQLite's triggers then have no bucket left to count down, and PostgreSQL's pending
+    bucket changes apply to no ladder at commit."""
+
+    def gone(statement: Executable) -> int:
+        return int(getattr(session.execute(statement), "rowcount", 0) or 0)
+
+    history = gone(delete(RatingHistory).where(RatingHistory.ladder_id == ladder_id))
+    gone(delete(Participant).where(Participant.ladder_id == ladder_id))
+    matches = gone(delete(Match).where(Match.ladder_id == ladder_id))
+    gone(delete(RatingBucket).where(RatingBucket.ladder_id == ladder_id))
+    players = gone(delete(PlayerRating).where(PlayerRating.ladder_id == ladder_id))
+    gone(delete(Ladder).where(Ladder.id == ladder_id))
+    return LadderRows(players=players, matches=matches, history=history)
+
+
 # -- recording single matches (app.services.recording.record_group) ---------------------------
 
 

@@ -634,6 +634,23 @@ class ErasureResult(BaseModel):
     )
 
 
+class LadderDeleted(BaseModel):
+    """What deleting a ladder removed."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"ladder": "halo-ffa", "players": 41, "matches": 118, "history_entries": 420}
+            ]
+        }
+    )
+
+    ladder: str
+    players: int = Field(description="Ratings removed (leaderboard entries).")
+    matches: int = Field(description="Stored matches removed, voided ones included.")
+    history_entries: int = Field(description="Rating changes removed.")
+
+
 class MatchPage(BaseModel):
     model_config = ConfigDict(
         json_schema_extra={"examples": [{"entries": [MATCH_RESULT_EXAMPLE], "next_cursor": None}]}
