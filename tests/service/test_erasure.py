@@ -5,8 +5,10 @@ voids and rebuilds compute."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
+import threading
 from typing import Any
 
 import pytest
@@ -293,3 +295,64 @@ def test_a_void_after_an_erasure_equals_a_replay_with_a_stand_in(client: TestCli
     _batch(client, "fresh", _renamed(bodies[:2] + bodies[3:], "p03", "ghost"))
     pseudonym = PSEUDONYM.findall(client.get("/v1/ladders/v/matches?limit=100").text)[0]
     assert _others(client, "v", pseudonym) == _others(client, "fresh", "ghost")
+
+
+def test_an_erasure_while_matches_arrive(client: TestClient) -> None:
+    """Writers post matches, some naming the player being erased. Those recorded before
+    the erasure name the pseudonym; those after start a new player at the prior; every
+    history stays an unbroken chain and no request fails."""
+    create_ladder(client, "e")
+    writers = 4
+    started = threading.Barrier(writers + 1)
+    some_recorded = threading.Event()
+    statuses: list[int] = []
+    errors: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        try:
+            started.wait(timeout=30)
+            bodies = _renamed(random_matches(seed=200 + n, count=30, players=6), "p00", ERASED)
+            for k, body in enumerate(bodies):
+                body["match_id"] = f"w{n}-{k}"
+                response = client.post("/v1/ladders/e/matches", json=body)
+                statuses.append(response.status_code)
+                if len(statuses) >= 20:
+                    some_recorded.set()
+        except BaseException as exc:  # re-raised in the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(writers)]
+    for thread in threads:
+        thread.start()
+    started.wait(timeout=30)
+    assert some_recorded.wait(timeout=60)
+    erased = client.delete(f"/v1/ladders/e/players/{ERASED}")
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors, errors[:3]
+    assert erased.status_code == 200, erased.text
+    assert statuses == [201] * (writers * 30)
+
+    matches = all_pages(client, "/v1/ladders/e/matches", limit=50)[::-1]  # oldest first
+    named = [
+        (m["seq"], p["player_id"], p["before"])
+        for m in matches
+        for t in m["teams"]
+        for p in t["players"]
+        if p["player_id"] == ERASED or PSEUDONYM.fullmatch(p["player_id"])
+    ]
+    pseudonymised = [seq for seq, player, _ in named if player != ERASED]
+    again = [(seq, before) for seq, player, before in named if player == ERASED]
+    assert len(pseudonymised) == erased.json()["matches_pseudonymised"] > 0
+    assert len({player for _, player, _ in named if player != ERASED}) == 1
+    if again:
+        assert max(pseudonymised) < again[0][0]
+        assert again[0][1]["mu"] == 25.0 and again[0][1]["sigma"] == 25.0 / 3.0
+    for entry in all_pages(client, "/v1/ladders/e/leaderboard", limit=50):
+        history = all_pages(
+            client, f"/v1/ladders/e/players/{entry['player_id']}/history", limit=50
+        )[::-1]
+        assert history[0]["before"]["mu"] == 25.0
+        for previous, item in itertools.pairwise(history):
+            assert item["before"] == previous["after"]
+        assert history[-1]["after"]["mu"] == entry["mu"]
