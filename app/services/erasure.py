@@ -167,7 +167,8 @@ def carry_seeds(
     out = []
     rows = []
     for row in affected:
-        here = {p: s for p, s in carried.items() if p in set(_players(row.request))}
+        players = set(_players(row.request))
+        here = {player: seed for player, seed in carried.items() if player in players}
         if here:
             for player in here:
                 del carried[player]
