@@ -18,7 +18,14 @@ from app.api.deps import (
     ladder_of,
     run,
 )
-from app.api.schemas import LadderCreate, LadderOut, LadderPage, LadderUpdate, LadderUpdated
+from app.api.schemas import (
+    LadderCreate,
+    LadderDeleted,
+    LadderOut,
+    LadderPage,
+    LadderUpdate,
+    LadderUpdated,
+)
 from app.services import ladders, rerate
 
 router = APIRouter(prefix="/ladders", tags=["ladders"])
@@ -88,4 +95,20 @@ async def update_ladder(
             rebuild_now=rebuild,
             now=now,
         ),
+    )
+
+
+@router.delete(
+    "/{ladder}",
+    response_model=LadderDeleted,
+    summary="Delete a ladder and everything recorded in it (admin)",
+)
+async def delete_ladder(ladder: LadderPath, access: AdminAccess) -> Response:
+    """Delete the ladder with its ratings, leaderboard, matches (voided ones too) and
+    history, in one transaction; answers what was removed. Matches being recorded in it
+    meanwhile finish first and go with it; later ones find no ladder (404). API keys
+    belong to no ladder and stay. The id may be used for a new ladder afterwards."""
+    return await answer(
+        access,
+        lambda session: ladders.delete_ladder(session=session, ladder=ladder_of(session, ladder)),
     )

@@ -21,8 +21,15 @@ from app.api.deps import (
     answer,
     ladder_of,
 )
-from app.api.schemas import ID_PATTERN, HistoryPage, LeaderboardPage, PlayerOut, PlayerSeed
-from app.services import players
+from app.api.schemas import (
+    ID_PATTERN,
+    ErasureResult,
+    HistoryPage,
+    LeaderboardPage,
+    PlayerOut,
+    PlayerSeed,
+)
+from app.services import erasure, players
 
 router = APIRouter(prefix="/ladders/{ladder}", tags=["players"])
 
@@ -83,6 +90,31 @@ async def seed_player(
             player_id=player_id,
             body=body,
             now=now,
+        ),
+    )
+
+
+@router.delete(
+    "/players/{player_id}",
+    response_model=ErasureResult,
+    summary="Erase a player: a data-protection request (admin)",
+)
+async def erase_player(
+    player_id: PlayerIdPath, ladder: LadderPath, access: AdminAccess
+) -> Response:
+    """Erase the player from this ladder, in one transaction: their rating, leaderboard
+    entry and history go; in every stored match (voided ones too) their id is replaced by a
+    pseudonym, the same in all of them (`erased/` and 32 random hex digits, unrelated to the
+    id, never a valid posted id, never on the leaderboard). Every other rating, history
+    entry and number stays as it is, and later voids and rebuilds rate the others exactly
+    as before. `meta` and match ids are kept as sent.
+
+    A player the ladder does not know (or erased before) is a 404. A match posted later
+    naming the old id starts a new player at the prior."""
+    return await answer(
+        access,
+        lambda session: erasure.erase_player(
+            session=session, ladder=ladder_of(session, ladder), player_id=player_id
         ),
     )
 

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from app.api.schemas import (
     LadderCreate,
+    LadderDeleted,
     LadderOut,
     LadderPage,
 )
@@ -103,3 +104,21 @@ def get_ladder(*, session: Session, ladder_id: str, detached: bool = False) -> L
     if ladder is None:
         raise NotFound(f"ladder: no ladder {ladder_id[:64]!r}")
     return ladder
+
+
+def delete_ladder(*, session: Session, ladder: Ladder) -> LadderDeleted:
+    """Delete the ladder with its ratings, matches, participants, history and rating
+    buckets, in one transaction. Its row is locked first, alone: recordings (which
+    share-lock it) and re-ratings of the ladder finish before, later ones wait and then
+    find no ladder (404), so nothing of it is left behind. API keys belong to no ladder
+    and stay."""
+    if repositories.lock_ladder(session=session, ladder_id=ladder.id, share=False) is None:
+        raise NotFound(f"ladder: no ladder {ladder.id!r}")
+    repositories.lift_statement_timeout(session=session)
+    removed = repositories.delete_ladder_rows(session=session, ladder_id=ladder.id)
+    return LadderDeleted(
+        ladder=ladder.id,
+        players=removed.players,
+        matches=removed.matches,
+        history_entries=removed.history,
+    )

@@ -27,9 +27,11 @@ from app.api.schemas import LadderUpdate, LadderUpdated, RebuildResult, VoidResu
 from app.domain import jsontext
 from app.domain.ladders import LadderConfig, full_params, ladder_config
 from app.domain.outcomes import dense_ranks, outcome_of
+from app.domain.pseudonyms import is_pseudonym
 from app.domain.results import result_parts, rfc3339, with_seq
 from app.domain.times import utc
 from app.errors import Conflict, NotFound
+from app.services import erasure
 from app.services.ladders import ladder_view
 from app.services.recording import (
     Planned,
@@ -143,9 +145,12 @@ def _replay_scope(
     def label(n: int) -> str:
         return f"match {planned[n].match_id!r}: "
 
+    # Erased players' seeds, kept in the requests of the matches they came before.
+    pseudonym_seeds = erasure.seeds_at(scope.matches)
+
     pieces: list[Rated] = []
     begin = 0
-    for cut in [*sorted(seeds_before), len(planned)]:
+    for cut in [*sorted(seeds_before.keys() | pseudonym_seeds.keys()), len(planned)]:
         if cut > begin:
             pieces.append(
                 rate(
@@ -157,6 +162,8 @@ def _replay_scope(
                     start=begin,
                 )
             )
+        for player, (mu, sigma) in pseudonym_seeds.get(cut, {}).items():
+            table.mu[table.index[player]], table.sigma[table.index[player]] = mu, sigma or 0.0
         if cut in seeds_before:
             apply_seeds(seeds_before[cut])
         begin = cut
@@ -216,6 +223,7 @@ def _replay_scope(
                 "sigma_after": part["sigma_after"],
             }
             for part in rows
+            if not is_pseudonym(part["player_id"])  # no history: rated in memory only
         )
     repositories.update_matches(session=session, rows=match_updates)
     repositories.update_history(session=session, rows=history_updates)
@@ -273,6 +281,9 @@ def void_match(*, session: Session, ladder: Ladder, match_id: str, now: datetime
     the rows of every player it reaches locked in one ordered statement.
     """
     repositories.lift_statement_timeout(session=session)
+    # Shared with recordings; an erasure or a change of parameters has it alone.
+    if repositories.lock_ladder(session=session, ladder_id=ladder.id, share=True) is None:
+        raise NotFound(f"ladder: no ladder {ladder.id!r}")
     match = repositories.lock_match(session=session, ladder_id=ladder.id, match_id=match_id)
     if match is None:
         raise NotFound(f"match_id: no match {match_id[:128]!r} in ladder {ladder.id!r}")
@@ -312,6 +323,7 @@ def void_match(*, session: Session, ladder: Ladder, match_id: str, now: datetime
             session=session, ladder_id=ladder.id, player_ids=sorted(reached)
         )
 
+    affected = erasure.carry_seeds(session=session, voided_request=match.request, affected=affected)
     first_id = repositories.first_history_id(session=session, match_seq=seq) or 0
     history = repositories.history_from(
         session=session, ladder_id=ladder.id, from_seq=seq, from_id=first_id
@@ -325,6 +337,15 @@ def void_match(*, session: Session, ladder: Ladder, match_id: str, now: datetime
         if row.match_seq == seq or row.match_seq == joined.get(row.player_id):
             first_row[row.player_id] = row.id
             start[row.player_id] = (row.mu_before, row.sigma_before)
+    start.update(
+        erasure.pseudonym_starts(
+            session=session,
+            reached=reached,
+            voided_seq=seq,
+            voided_request=match.request,
+            joined=joined,
+        )
+    )
     # From each player's first re-rated row on (the voided match's own rows are not
     # re-rated: they are deleted below).
     scoped_history = [
@@ -421,6 +442,7 @@ def rebuild(*, session: Session, ladder: Ladder, now: datetime) -> RebuildResult
     history = repositories.history_from(session=session, ladder_id=ladder.id, from_seq=0, from_id=0)
     prior = config.model.rating()
     start = {state.player_id: (prior.mu, config.stored_sigma(prior)) for state in states}
+    start.update(erasure.pseudonym_priors(matches, (prior.mu, config.stored_sigma(prior))))
     table = _replay_scope(
         session=session,
         ladder=ladder,

@@ -32,6 +32,8 @@ MODELS = [
     schemas.VoidResult,
     schemas.LadderUpdate,
     schemas.LadderUpdated,
+    schemas.LadderDeleted,
+    schemas.ErasureResult,
     matchmaking.MatchmakingRequest,
     matchmaking.MatchmakingOut,
 ]
@@ -52,12 +54,12 @@ def test_the_document_lists_every_route(client: TestClient) -> None:
     paths = document["paths"]
     expected = {
         "/v1/ladders": {"get", "post"},
-        "/v1/ladders/{ladder}": {"get", "patch"},
+        "/v1/ladders/{ladder}": {"get", "patch", "delete"},
         "/v1/ladders/{ladder}/matches": {"get", "post"},
         "/v1/ladders/{ladder}/matches/batch": {"post"},
         "/v1/ladders/{ladder}/matches/{match_id}": {"get", "delete"},
         "/v1/ladders/{ladder}/leaderboard": {"get"},
-        "/v1/ladders/{ladder}/players/{player_id}": {"get", "put"},
+        "/v1/ladders/{ladder}/players/{player_id}": {"get", "put", "delete"},
         "/v1/ladders/{ladder}/players/{player_id}/history": {"get"},
         "/v1/ladders/{ladder}/quality": {"post"},
         "/v1/ladders/{ladder}/matchmaking": {"post"},

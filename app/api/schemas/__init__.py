@@ -618,6 +618,50 @@ class VoidResult(BaseModel):
     players_affected: int = Field(description="Players whose ratings were recomputed.")
 
 
+class ErasureResult(BaseModel):
+    """What erasing a player did. The pseudonym now in their matches is not told: it would
+    link those matches to the id again."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "ladder": "halo-ffa",
+                    "player_id": "alice",
+                    "matches_pseudonymised": 12,
+                    "history_entries_removed": 13,
+                }
+            ]
+        }
+    )
+
+    ladder: str
+    player_id: str = Field(description="The id erased: the ladder no longer knows it.")
+    matches_pseudonymised: int = Field(
+        description="Stored matches (voided ones included) that now name a pseudonym instead."
+    )
+    history_entries_removed: int = Field(
+        description="Rating changes removed: one per counted match and per seeded rating."
+    )
+
+
+class LadderDeleted(BaseModel):
+    """What deleting a ladder removed."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"ladder": "halo-ffa", "players": 41, "matches": 118, "history_entries": 420}
+            ]
+        }
+    )
+
+    ladder: str
+    players: int = Field(description="Ratings removed (leaderboard entries).")
+    matches: int = Field(description="Stored matches removed, voided ones included.")
+    history_entries: int = Field(description="Rating changes removed.")
+
+
 class MatchPage(BaseModel):
     model_config = ConfigDict(
         json_schema_extra={"examples": [{"entries": [MATCH_RESULT_EXAMPLE], "next_cursor": None}]}

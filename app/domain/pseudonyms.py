@@ -1,0 +1,85 @@
+"""What stands in a stored match for an erased player: a pseudonym, and how a match's stored
+request and result document are rewritten with it.
+
+A pseudonym is ``erased/`` and 32 random hexadecimal digits (128 bits from ``secrets``):
+nothing of the erased id goes into it, so it cannot be computed back from the id, and one
+is drawn per erasure, so all of that player's matches share it (each match keeps its
+teams). No posted player id can ever take that form: ids refuse ``/``
+(``schemas.ID_PATTERN``), so a pseudonym never collides with a player, is never rated as
+one (a replay keeps its rating in memory only) and cannot be posted, seeded or looked up.
+
+An erased player's seeds (history adjustments) go with the rest of their history, but a
+later replay must still start each of their matches where it started: so the stored
+request of the match that followed a seed keeps the seeded value under :data:`SEEDED`
+(pseudonym -> [mu, sigma]), and a replay sets the pseudonym's rating to it there, as it
+sets a seeded player's.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Mapping
+from typing import Any
+
+from app.domain import jsontext
+
+#: The form of every pseudonym: this prefix, then random hex digits. The "/" is what no
+#: posted id may hold.
+PREFIX = "erased/"
+#: The stored request's key for the seeded ratings a replay sets before the match.
+SEEDED = "seeded"
+
+#: A seeded rating as stored: mu, and sigma (None on an Elo ladder).
+Seed = tuple[float, float | None]
+
+
+def new_pseudonym() -> str:
+    """A fresh pseudonym: random, unrelated to any id."""
+    return PREFIX + secrets.token_hex(16)
+
+
+def is_pseudonym(player_id: str) -> bool:
+    return player_id.startswith(PREFIX)
+
+
+def _renamed(teams: list[list[str]], old: str, new: str) -> list[list[str]]:
+    return [[new if player == old else player for player in team] for team in teams]
+
+
+def pseudonymised_request(
+    request: Mapping[str, Any], *, old: str, new: str, seed: Seed | None
+) -> dict[str, Any]:
+    """A stored request (``outcomes.canonical_request``) with ``old`` replaced by ``new``
+    in its teams, and ``seed`` (the rating ``old`` was seeded to before this match, if
+    any) kept for replays. ``meta`` is stored as the client sent it and is left alone."""
+    out = dict(request)
+    out["teams"] = _renamed(request["teams"], old, new)
+    if seed is not None:
+        out[SEEDED] = {**request.get(SEEDED, {}), new: list(seed)}
+    return out
+
+
+def pseudonymised_result(document: str, *, old: str, new: str) -> str:
+    """A stored result document with the player ``old`` named ``new``: every other byte
+    as it was (the document is read and written by the one JSON writer)."""
+    parsed = json.loads(document)
+    for team in parsed["teams"]:
+        for player in team["players"]:
+            if player["player_id"] == old:
+                player["player_id"] = new
+    return jsontext.compact(parsed)
+
+
+def seeds_of(request: Mapping[str, Any]) -> dict[str, Seed]:
+    """The seeded ratings a replay sets before this match (pseudonyms only)."""
+    return {
+        player: (float(value[0]), None if value[1] is None else float(value[1]))
+        for player, value in request.get(SEEDED, {}).items()
+    }
+
+
+def with_seeds(request: Mapping[str, Any], seeds: Mapping[str, Seed]) -> dict[str, Any]:
+    """``request`` with ``seeds`` added to those it keeps (its own win: they are later)."""
+    kept = request.get(SEEDED, {})
+    return {**request, SEEDED: {**{p: list(s) for p, s in seeds.items()}, **kept}}

@@ -1,0 +1,180 @@
+"""Use cases: erasing a player (a data-protection request), and what a re-rating does with
+the pseudonyms erasure leaves in stored matches.
+
+Erasing removes the player's rating (so their leaderboard entry) and their history, and
+names them by a fresh pseudonym (``app.domain.pseudonyms``) in every stored match, voided
+ones included: the request, the result document and the participants rows. No other
+rating, history row or number changes.
+
+A pseudonym is a transient player of a replay (``app.services.rerate``): its rating before
+the first re-rated match is read from that match's result document (its ``before``), or is
+the prior in a rebuild; it is set to the seeded value a stored request keeps for it; and it
+is never written back as a rating. So a later void or rebuild rates everyone else exactly
+as if the erased player were still there, and the pseudonym never reaches the leaderboard.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.api.schemas import ErasureResult
+from app.domain.outcomes import body_hash
+from app.domain.pseudonyms import (
+    Seed,
+    is_pseudonym,
+    new_pseudonym,
+    pseudonymised_request,
+    pseudonymised_result,
+    seeds_of,
+    with_seeds,
+)
+from app.errors import NotFound
+from app.storage import repositories
+from app.storage.models import Ladder
+from app.storage.repositories import MatchRow
+
+
+def erase_player(*, session: Session, ladder: Ladder, player_id: str) -> ErasureResult:
+    """Erase ``player_id`` from the ladder, in one transaction; an unknown player (no rating
+    and no stored match: never seen, or erased before) is a 404.
+
+    The ladder's row is locked first, alone (as a change of parameters locks it): matches
+    being recorded or re-rated in it finish before, and none starts until this commits, so
+    none rates or rewrites a match with the old id meanwhile.
+    """
+    locked = repositories.lock_ladder(session=session, ladder_id=ladder.id, share=False)
+    if locked is None:
+        raise NotFound(f"ladder: no ladder {ladder.id!r}")
+    repositories.lift_statement_timeout(session=session)
+    rating = repositories.lock_rating(session=session, ladder_id=ladder.id, player_id=player_id)
+    seqs = repositories.player_match_seqs(session=session, ladder_id=ladder.id, player_id=player_id)
+    if rating is None and not seqs:
+        raise NotFound(f"player_id: no player {player_id[:128]!r} in ladder {ladder.id!r}")
+    pseudonym = new_pseudonym()
+    seeds = _seeds_before_matches(
+        repositories.player_changes(session=session, ladder_id=ladder.id, player_id=player_id)
+    )
+    rows = []
+    for stored in repositories.lock_match_documents(session=session, seqs=seqs):
+        request = pseudonymised_request(
+            stored.request, old=player_id, new=pseudonym, seed=seeds.get(stored.seq)
+        )
+        rows.append(
+            {
+                "seq": stored.seq,
+                "request": request,
+                "body_hash": body_hash(request),
+                "result": pseudonymised_result(stored.result, old=player_id, new=pseudonym),
+            }
+        )
+    repositories.rewrite_requests(session=session, rows=rows)
+    repositories.rename_participant(
+        session=session, ladder_id=ladder.id, old=player_id, new=pseudonym
+    )
+    removed = repositories.delete_player_history(
+        session=session, ladder_id=ladder.id, player_id=player_id
+    )
+    if rating is not None:
+        repositories.delete_ratings(session=session, ladder_id=ladder.id, player_ids=[player_id])
+    return ErasureResult(
+        ladder=ladder.id,
+        player_id=player_id,
+        matches_pseudonymised=len(rows),
+        history_entries_removed=removed,
+    )
+
+
+def _seeds_before_matches(changes: Sequence[repositories.ChangeRow]) -> dict[int, Seed]:
+    """For each match (by seq) that a seed came before (since the player's previous match),
+    the latest such seeded rating: what a replay must set the pseudonym to there."""
+    out: dict[int, Seed] = {}
+    pending: Seed | None = None
+    for change in changes:
+        if change.match_seq is None:
+            pending = (change.mu_after, change.sigma_after)
+        elif pending is not None:
+            out[change.match_seq] = pending
+            pending = None
+    return out
+
+
+# -- pseudonyms in a re-rating (app.services.rerate) -----------------------------------------
+
+
+def _players(request: dict[str, Any]) -> Iterable[str]:
+    return (player for team in request["teams"] for player in team)
+
+
+def pseudonym_starts(
+    *,
+    session: Session,
+    reached: Iterable[str],
+    voided_seq: int,
+    voided_request: dict[str, Any],
+    joined: dict[str, int],
+) -> dict[str, tuple[float, float | None]]:
+    """Where each pseudonym a void reaches starts: its ``before`` in the voided match's
+    result document, or in that of the match where it joined the re-rating."""
+    in_voided = set(_players(voided_request))
+    where = {
+        player: voided_seq if player in in_voided else joined[player]
+        for player in reached
+        if is_pseudonym(player)
+    }
+    documents = repositories.match_results(session=session, seqs=sorted(set(where.values())))
+    starts: dict[str, tuple[float, float | None]] = {}
+    for player, seq in where.items():
+        for team in json.loads(documents[seq])["teams"]:
+            for entry in team["players"]:
+                if entry["player_id"] == player:
+                    starts[player] = (entry["before"]["mu"], entry["before"]["sigma"])
+    return starts
+
+
+def pseudonym_priors(
+    matches: Iterable[MatchRow], prior: tuple[float, float | None]
+) -> dict[str, tuple[float, float | None]]:
+    """Every pseudonym of ``matches``, at ``prior``: where a rebuild starts them."""
+    return {
+        player: prior for row in matches for player in _players(row.request) if is_pseudonym(player)
+    }
+
+
+def seeds_at(matches: Sequence[MatchRow]) -> dict[int, dict[str, Seed]]:
+    """The seeded ratings the stored requests keep, by the match's place in ``matches``: a
+    replay sets them before that match."""
+    out: dict[int, dict[str, Seed]] = {}
+    for n, row in enumerate(matches):
+        seeds = seeds_of(row.request)
+        if seeds:
+            out[n] = seeds
+    return out
+
+
+def carry_seeds(
+    *, session: Session, voided_request: dict[str, Any], affected: Sequence[MatchRow]
+) -> list[MatchRow]:
+    """A voided match no longer counts, so a seed kept in its request moves to the
+    pseudonym's next match that does (unless that one keeps a later seed): ``affected``
+    with those requests rewritten, in the database too."""
+    carried = seeds_of(voided_request)
+    if not carried:
+        return list(affected)
+    out = []
+    rows = []
+    for row in affected:
+        players = set(_players(row.request))
+        here = {player: seed for player, seed in carried.items() if player in players}
+        if here:
+            for player in here:
+                del carried[player]
+            request = with_seeds(row.request, here)
+            rows.append({"seq": row.seq, "request": request, "body_hash": body_hash(request)})
+            row = row._replace(request=request)
+        out.append(row)
+    repositories.rewrite_requests(session=session, rows=rows)
+    return out
