@@ -55,6 +55,25 @@ class _Scope:
     history: list[HistoryRow]
 
 
+def hold_ladder(*, session: Session, ladder_id: str) -> Ladder:
+    """The ladder, held by this transaction alone until it ends: the first step of every
+    re-rating (void, rebuild, new parameters), before it reads anything else.
+
+    On PostgreSQL the ladder's row is locked ``FOR UPDATE``. Recording a match share-locks
+    that row first of all (``repositories.key_and_ladder``), as does seeding a rating, so
+    re-ratings of one ladder run one after the other, each waits for the matches in flight
+    and new matches wait for it; every writer takes the ladder before any rating row, so
+    the two cannot deadlock. On SQLite the transaction holds the database already. The
+    statement timeout is lifted first: waiting for another re-rating, and re-rating a
+    large ladder, legitimately take longer than a request's statement.
+    """
+    repositories.lift_statement_timeout(session=session)
+    ladder = repositories.lock_ladder(session=session, ladder_id=ladder_id, share=False)
+    if ladder is None:
+        raise NotFound(f"ladder: no ladder {ladder_id[:64]!r}")
+    return ladder
+
+
 def _planned(row: MatchRow) -> Planned:
     request = row.request
     teams: list[list[str]] = request["teams"]
@@ -269,10 +288,11 @@ def _closure(
 def void_match(*, session: Session, ladder: Ladder, match_id: str, now: datetime) -> VoidResult:
     """Void a match: re-rate every later match it reaches as if it had never been played.
 
-    Voiding a voided match changes nothing (``already_voided``). In one transaction, with
-    the rows of every player it reaches locked in one ordered statement.
+    Voiding a voided match changes nothing (``already_voided``). In one transaction that
+    holds the ladder (:func:`hold_ladder`), with the rows of every player it reaches locked
+    in one ordered statement.
     """
-    repositories.lift_statement_timeout(session=session)
+    ladder = hold_ladder(session=session, ladder_id=ladder.id)
     match = repositories.lock_match(session=session, ladder_id=ladder.id, match_id=match_id)
     if match is None:
         raise NotFound(f"match_id: no match {match_id[:128]!r} in ladder {ladder.id!r}")
@@ -288,29 +308,14 @@ def void_match(*, session: Session, ladder: Ladder, match_id: str, now: datetime
     config = ladder_config(ladder)
     seq = match.seq
     voided_players = {player for team in match.request["teams"] for player in team}
-    # Lock the reached players, then look again (PostgreSQL): a match committed before the
-    # locks were taken may reach further. Once every reached player is locked nothing new
-    # can join. (SQLite: this transaction holds the database since its first statement.)
+    # No match of the ladder can be recorded while it is held, so the matches read now are
+    # all there are. The reached players' rows are locked too: a seed (PUT .../players/{id})
+    # of one of them waits, or was committed before and is read below.
     later = repositories.matches_after(session=session, ladder_id=ladder.id, after_seq=seq)
     affected, reached, joined = _closure(voided_players, later)
     states = repositories.lock_rating_states(
         session=session, ladder_id=ladder.id, player_ids=sorted(reached)
     )
-    while repositories.others_write_meanwhile(session=session):
-        seen = {row.seq for row in later}
-        now_counted = repositories.match_seqs_after(
-            session=session, ladder_id=ladder.id, after_seq=seq
-        )
-        if set(now_counted) <= seen:
-            break
-        later = repositories.matches_after(session=session, ladder_id=ladder.id, after_seq=seq)
-        locked = reached
-        affected, reached, joined = _closure(voided_players, later)
-        if reached <= locked:
-            break
-        states = repositories.lock_rating_states(
-            session=session, ladder_id=ladder.id, player_ids=sorted(reached)
-        )
 
     first_id = repositories.first_history_id(session=session, match_seq=seq) or 0
     history = repositories.history_from(
@@ -413,9 +418,10 @@ def void_match(*, session: Session, ladder: Ladder, match_id: str, now: datetime
 
 def rebuild(*, session: Session, ladder: Ladder, now: datetime) -> RebuildResult:
     """Replay every counted match of the ladder from the prior, seeds at their places, with
-    the ladder's current parameters; in one transaction, every rating locked."""
+    the ladder's current parameters; in one transaction that holds the ladder
+    (:func:`hold_ladder`), every rating locked."""
+    ladder = hold_ladder(session=session, ladder_id=ladder.id)
     config = ladder_config(ladder)
-    repositories.lift_statement_timeout(session=session)
     states = repositories.lock_ladder_ratings(session=session, ladder_id=ladder.id)
     matches = repositories.matches_after(session=session, ladder_id=ladder.id, after_seq=0)
     history = repositories.history_from(session=session, ladder_id=ladder.id, from_seq=0, from_id=0)
@@ -461,10 +467,7 @@ def update_ladder(
     change and every match is replayed with them, in this one transaction. Asking for a
     rebuild without a change replays the ladder as it is.
     """
-    locked = repositories.lock_ladder(session=session, ladder_id=ladder.id, share=False)
-    if locked is None:
-        raise NotFound(f"ladder: no ladder {ladder.id!r}")
-    ladder = locked
+    ladder = hold_ladder(session=session, ladder_id=ladder.id)
     wants_rebuild = rebuild_now or body.rebuild
     params = ladder.params
     if body.params:

@@ -892,17 +892,6 @@ def matches_after(*, session: Session, ladder_id: str, after_seq: int) -> list[M
     return [MatchRow(*row) for row in session.execute(query)]
 
 
-def match_seqs_after(*, session: Session, ladder_id: str, after_seq: int) -> list[int]:
-    """The seqs of :func:`matches_after`, without reading the matches."""
-    return list(
-        session.scalars(
-            select(Match.seq).where(
-                Match.ladder_id == ladder_id, Match.seq > after_seq, Match.voided_at.is_(None)
-            )
-        )
-    )
-
-
 class HistoryRow(NamedTuple):
     id: int
     player_id: str
