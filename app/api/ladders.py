@@ -7,15 +7,18 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response, status
 
 from app.api.deps import (
+    ACCEPTED,
     LIMIT_DEFAULT,
     AdminAccess,
     Cursor,
     LadderPath,
     Limit,
     NowDep,
+    PreferHeader,
     ReadAccess,
     answer,
     ladder_of,
+    rerating,
     run,
 )
 from app.api.schemas import LadderCreate, LadderOut, LadderPage, LadderUpdate, LadderUpdated
@@ -62,7 +65,7 @@ async def get_ladder(ladder: LadderPath, access: ReadAccess) -> Response:
 @router.patch(
     "/{ladder}",
     response_model=LadderUpdated,
-    responses={409: {"description": "New parameters without `rebuild`."}},
+    responses={409: {"description": "New parameters without `rebuild`."}, **ACCEPTED},
     summary="Change a ladder's parameters (with a rebuild) or description (admin)",
 )
 async def update_ladder(
@@ -73,14 +76,23 @@ async def update_ladder(
     rebuild: Annotated[
         bool, Query(description="Change the parameters and replay every match with them.")
     ] = False,
+    prefer: PreferHeader = None,
 ) -> Response:
     """Parameters named in `params` change (the others keep their values). That re-rates
     every recorded match, so it is refused with 409 unless `?rebuild=true` or
     `"rebuild": true` asks for it: then the parameters change and the whole ladder is
     replayed from its matches (voided ones left out, seeds at their places) in one
-    transaction. A description alone changes without a rebuild."""
-    return await answer(
+    transaction. A description alone changes without a rebuild.
+
+    A rebuild of more matches than `RATINGS_REBUILD_INLINE_MAX`, or sent with
+    `Prefer: respond-async`, or of a ladder with a job pending, is answered at once with
+    `202 Accepted` and a job (`Location: /v1/jobs/{id}`): the parameters change with the
+    rebuild when the job succeeds, and its `result` is then this answer."""
+    return await rerating(
         access,
+        lambda session: rerate.plan_update(
+            session=session, ladder=ladder_of(session, ladder), body=body, rebuild_now=rebuild
+        ),
         lambda session: rerate.update_ladder(
             session=session,
             ladder=ladder_of(session, ladder),
@@ -88,4 +100,6 @@ async def update_ladder(
             rebuild_now=rebuild,
             now=now,
         ),
+        prefer=prefer,
+        now=now,
     )
