@@ -67,6 +67,13 @@ class Settings(BaseSettings):
     #: How long a busy worker waits for more single matches before it writes the next
     #: group, in milliseconds (0: never waits).
     write_group_wait_ms: float = Field(default=1.0, ge=0, le=100)
+    #: Most matches a void or a rebuild re-rates inside its request; a larger one (or one
+    #: sent with ``Prefer: respond-async``, or one of a ladder with a job pending) is a job:
+    #: ``202 Accepted`` and ``GET /v1/jobs/{id}``.
+    rebuild_inline_max: int = Field(default=10_000, ge=0)
+    #: Seconds a running job's heartbeat stays good (PostgreSQL): a job whose worker has
+    #: not written one for longer is reported failed. Heartbeats go every third of it.
+    job_lease_s: float = Field(default=30.0, ge=0.5, le=3600)
     #: How long ``/readyz`` waits for the database before answering 503, in seconds.
     readiness_timeout_s: float = Field(default=2.0, gt=0, le=60)
     #: uvicorn's log level: critical, error, warning, info, debug or trace.

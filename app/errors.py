@@ -217,6 +217,45 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
     )
 
 
+def problem_of(exc: BaseException) -> dict[str, Any]:
+    """The problem document the handlers below would answer ``exc`` with: for an error met
+    outside a request (a job's), to be stored and shown later. An unexpected one is logged."""
+    if isinstance(exc, ProblemError):
+        return {"type": exc.type, "title": exc.title, "status": exc.status, "detail": exc.detail}
+    if isinstance(exc, RatingInputError):
+        return {
+            "type": InvalidInput.type,
+            "title": InvalidInput.title,
+            "status": InvalidInput.status,
+            "detail": f"{exc.argument}: {exc.message}",
+        }
+    if isinstance(
+        exc, DisconnectionError | OperationalError | InterfaceError | sqlalchemy_exc.TimeoutError
+    ):
+        _log.warning("database unavailable: %s", type(exc).__name__)
+        return {
+            "type": ServiceUnavailable.type,
+            "title": ServiceUnavailable.title,
+            "status": ServiceUnavailable.status,
+            "detail": "database: unavailable or busy; nothing was changed, submit it again",
+        }
+    if isinstance(exc, IntegrityError):
+        _log.warning("integrity error: %s", type(exc).__name__)
+        return {
+            "type": Conflict.type,
+            "title": Conflict.title,
+            "status": Conflict.status,
+            "detail": "request: it conflicted with a concurrent write; submit it again",
+        }
+    _log.error("unexpected error in a job", exc_info=exc)
+    return {
+        "type": "/problems/internal",
+        "title": HTTPStatus(500).phrase,
+        "status": 500,
+        "detail": "server: an unexpected error; it has been logged",
+    }
+
+
 # -- the OpenAPI document ------------------------------------------------------------------
 
 PROBLEM_SCHEMA: dict[str, Any] = {

@@ -14,17 +14,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from anyio import to_thread
-from fastapi import Depends, Path, Query
+from fastapi import Depends, Header, Path, Query
 from fastapi.responses import Response
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
-from app.api.schemas import DEFAULT_PAGE, MAX_PAGE
+from app.api.schemas import DEFAULT_PAGE, MAX_PAGE, JobOut
 from app.api.security import Access, require_admin, require_read, require_write
-from app.services import ladders
+from app.config import get_settings
+from app.services import jobs, ladders
+from app.services.rerate import Rerating
 from app.storage import unit_of_work
 from app.storage.engine import is_read_only
 from app.storage.models import Ladder
@@ -51,24 +53,114 @@ def _checked(access: Access, work: Callable[[Session], T], session: Session) -> 
     return work(session)
 
 
-async def run(access: Access, work: Callable[[Session], T]) -> T:
+async def run(access: Access, work: Callable[[Session], T], *, read_only: bool = False) -> T:
     """Check the key and run ``work`` in one transaction, committed when it returns (run
-    again after a lost conflict), in one trip to the thread pool; its value."""
+    again after a lost conflict), in one trip to the thread pool; its value. ``read_only``:
+    an admin route that only reads (a read route is one already)."""
     return await to_thread.run_sync(
-        partial(unit_of_work.run, partial(_checked, access, work), read_only=access.reads)
+        partial(
+            unit_of_work.run,
+            partial(_checked, access, work),
+            read_only=access.reads or read_only,
+        )
     )
 
 
 async def answer(
-    access: Access, work: Callable[[Session], BaseModel | str], *, status_code: int = 200
+    access: Access,
+    work: Callable[[Session], BaseModel | str],
+    *,
+    status_code: int = 200,
+    read_only: bool = False,
 ) -> Response:
     """:func:`run`, and the model ``work`` returned as JSON (or its JSON text as it is: a
     stored result document goes out byte for byte). The model is built by the service from
     typed values, so it is rendered without being validated again; the route's
     ``response_model`` documents it."""
-    out = await run(access, work)
+    out = await run(access, work, read_only=read_only)
     text = out if isinstance(out, str) else out.model_dump_json()
     return Response(content=text, status_code=status_code, media_type="application/json")
+
+
+#: ``Prefer`` (RFC 7240) of a route that may re-rate many matches.
+PreferHeader = Annotated[
+    str | None,
+    Header(
+        max_length=1024,
+        description="`respond-async`: answer at once with `202 Accepted` and a job to poll "
+        "(`Location: /v1/jobs/{id}`), however few matches the re-rating takes.",
+    ),
+]
+
+
+def prefers_async(prefer: str | None) -> bool:
+    """Whether a ``Prefer`` header asks for ``respond-async`` (RFC 7240: comma-separated
+    preferences, each a token with optional ``=value`` and ``;`` parameters)."""
+    return any(
+        part.split(";", 1)[0].split("=", 1)[0].strip().lower() == "respond-async"
+        for part in (prefer or "").split(",")
+    )
+
+
+#: What ``202 Accepted`` of a re-rating route is (its OpenAPI ``responses``).
+ACCEPTED: dict[int | str, dict[str, Any]] = {
+    202: {
+        "model": JobOut,
+        "description": "The re-rating runs in the background as a job (it was asked with "
+        "`Prefer: respond-async`, re-rates more matches than `RATINGS_REBUILD_INLINE_MAX`, "
+        "or its ladder has a job pending); poll `Location` (`GET /v1/jobs/{id}`).",
+        "headers": {
+            "Location": {"description": "The job: `/v1/jobs/{id}`.", "schema": {"type": "string"}},
+            "Preference-Applied": {
+                "description": "`respond-async` when it was asked for.",
+                "schema": {"type": "string"},
+            },
+        },
+    }
+}
+
+
+async def rerating(
+    access: Access,
+    plan: Callable[[Session], Rerating | BaseModel | None],
+    inline: Callable[[Session], BaseModel],
+    *,
+    prefer: str | None,
+    now: datetime,
+) -> Response:
+    """A re-rating route (void, rebuild): in one transaction, ``plan`` looks at it (its
+    404, 409 or 422 come at once; a model is the answer as it is). A large one (more than
+    ``RATINGS_REBUILD_INLINE_MAX`` matches), one asked with ``Prefer: respond-async``, or
+    one of a ladder with a job pending becomes a job, started once committed: 202 with
+    the job and ``Location``. Any other runs ``inline`` in that same transaction: 200."""
+    wants_async = prefers_async(prefer)
+    inline_max = get_settings().rebuild_inline_max
+
+    def work(session: Session) -> BaseModel:
+        planned = plan(session)
+        if isinstance(planned, BaseModel):
+            return planned
+        if planned is not None and (
+            wants_async
+            or planned.size > inline_max
+            or jobs.pending(session=session, ladder_id=planned.ladder_id, now=now)
+        ):
+            return jobs.submit(session=session, rerating=planned, now=now)
+        return inline(session)
+
+    out = await run(access, work)
+    if not isinstance(out, JobOut):
+        return Response(content=out.model_dump_json(), media_type="application/json")
+    jobs.start(out.id)
+    headers = {"Location": f"/v1/jobs/{out.id}", "Retry-After": "1"}
+    if wants_async:
+        headers["Preference-Applied"] = "respond-async"
+    return Response(
+        content=out.model_dump_json(),
+        status_code=202,
+        headers=headers,
+        media_type="application/json",
+    )
 
 
 Limit = Annotated[

@@ -7,16 +7,19 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Request, Response, status
 
 from app.api.deps import (
+    ACCEPTED,
     LIMIT_DEFAULT,
     AdminAccess,
     Cursor,
     LadderPath,
     Limit,
     NowDep,
+    PreferHeader,
     ReadAccess,
     WriteAccess,
     answer,
     ladder_of,
+    rerating,
     run,
 )
 from app.api.metrics import MATCHES_RECORDED
@@ -145,10 +148,15 @@ async def get_match(match_id: MatchIdPath, ladder: LadderPath, access: ReadAcces
 @router.delete(
     "/{match_id}",
     response_model=VoidResult,
+    responses=ACCEPTED,
     summary="Void a match and re-rate what it reached (admin)",
 )
 async def void_match(
-    match_id: MatchIdPath, ladder: LadderPath, access: AdminAccess, now: NowDep
+    match_id: MatchIdPath,
+    ladder: LadderPath,
+    access: AdminAccess,
+    now: NowDep,
+    prefer: PreferHeader = None,
 ) -> Response:
     """Void a match (cheating, a bad report): every later match it reaches (its players',
     then theirs, transitively) is re-rated as if it had never been played, so ratings,
@@ -157,10 +165,20 @@ async def void_match(
     The match stays readable, marked `"voided": true` with `voided_at` and the numbers it
     had; it leaves its players' history and match counts (a player whose only match it was
     leaves the leaderboard). Voiding it again changes nothing and answers 200 with
-    `already_voided: true`. Seeded ratings keep their place between a player's matches."""
-    return await answer(
+    `already_voided: true`. Seeded ratings keep their place between a player's matches.
+
+    A void of more later matches than `RATINGS_REBUILD_INLINE_MAX`, or sent with
+    `Prefer: respond-async`, or of a ladder with a job pending, is answered at once with
+    `202 Accepted` and a job (`Location: /v1/jobs/{id}`) whose `result` is, once it has
+    succeeded, this summary."""
+    return await rerating(
         access,
+        lambda session: rerate.plan_void(
+            session=session, ladder=ladder_of(session, ladder), match_id=match_id
+        ),
         lambda session: rerate.void_match(
             session=session, ladder=ladder_of(session, ladder), match_id=match_id, now=now
         ),
+        prefer=prefer,
+        now=now,
     )

@@ -130,6 +130,9 @@ def seed_player(
     prior = config.model.rating()
     if not config.bayesian and body.sigma is not None:
         raise InvalidInput("sigma: an Elo rating has no sigma; omit it")
+    # The ladder share-locked, as recording a match does: a re-rating holding it (void,
+    # rebuild) reads every seed and rating of the ladder, so the seed waits for it.
+    repositories.lock_ladder(session=session, ladder_id=ladder.id, share=True)
     repositories.insert_missing_ratings(
         session=session,
         ladder_id=ladder.id,

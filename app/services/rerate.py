@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from sqlalchemy.orm import Session
@@ -57,6 +57,25 @@ class _Scope:
     history: list[HistoryRow]
 
 
+def hold_ladder(*, session: Session, ladder_id: str) -> Ladder:
+    """The ladder, held by this transaction alone until it ends: the first step of every
+    re-rating (void, rebuild, new parameters), before it reads anything else.
+
+    On PostgreSQL the ladder's row is locked ``FOR UPDATE``. Recording a match share-locks
+    that row first of all (``repositories.key_and_ladder``), as does seeding a rating, so
+    re-ratings of one ladder run one after the other, each waits for the matches in flight
+    and new matches wait for it; every writer takes the ladder before any rating row, so
+    the two cannot deadlock. On SQLite the transaction holds the database already. The
+    statement timeout is lifted first: waiting for another re-rating, and re-rating a
+    large ladder, legitimately take longer than a request's statement.
+    """
+    repositories.lift_statement_timeout(session=session)
+    ladder = repositories.lock_ladder(session=session, ladder_id=ladder_id, share=False)
+    if ladder is None:
+        raise NotFound(f"ladder: no ladder {ladder_id[:64]!r}")
+    return ladder
+
+
 def _planned(row: MatchRow) -> Planned:
     request = row.request
     teams: list[list[str]] = request["teams"]
@@ -69,32 +88,95 @@ def _planned(row: MatchRow) -> Planned:
     )
 
 
-def _join(pieces: Sequence[Rated]) -> Rated:
-    if len(pieces) == 1:
-        return pieces[0]
-    offsets = [0]
-    for piece in pieces:
-        base = offsets[-1]
-        offsets.extend(base + x for x in piece.offsets[1:])
+#: Matches a re-rating rates and writes per step; it reports its progress after each.
+PROGRESS_STEP = 5_000
 
-    def cat(name: str) -> Any:
-        return np.concatenate([getattr(piece, name) for piece in pieces])
+#: What a re-rating reports after each step: (matches re-rated and written, of how many).
+Progress = Callable[[int, int], None]
 
-    return Rated(
-        before_mu=cat("before_mu"),
-        before_sigma=cat("before_sigma"),
-        after_mu=cat("after_mu"),
-        after_sigma=cat("after_sigma"),
-        quality=cat("quality"),
-        offsets=offsets,
-    )
+
+def _silent(done: int, total: int) -> None:
+    """The progress of a re-rating nobody follows."""
+
+
+def _rewrites(
+    *,
+    ladder: Ladder,
+    config: LadderConfig,
+    stored: Sequence[MatchRow],
+    planned: Sequence[Planned],
+    rated: Rated,
+    match_rows: dict[tuple[int, str], int],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The new match rows (quality, result document) and history rows of matches rated
+    together (``rated``: their participants in order)."""
+    before = (rated.before_mu.tolist(), rated.before_sigma.tolist())
+    after = (rated.after_mu.tolist(), rated.after_sigma.tolist())
+    quality = rated.quality.tolist()
+    match_updates: list[dict[str, Any]] = []
+    history_updates: list[dict[str, Any]] = []
+    for n, (row, plan) in enumerate(zip(stored, planned, strict=True)):
+        ranks = dense_ranks(plan.outcome)
+        offset = rated.offsets[n]
+        match_updates.append(
+            {
+                "seq": row.seq,
+                "quality": quality[n],
+                "result": with_seq(
+                    result_parts(
+                        config=config,
+                        ladder_id=ladder.id,
+                        match_id=row.match_id,
+                        played_at=plan.played_at,
+                        recorded_at=row.recorded_at,
+                        quality=quality[n],
+                        teams=plan.teams,
+                        ranks=ranks,
+                        weights=plan.weights,
+                        before=before,
+                        after=after,
+                        offset=offset,
+                        meta=row.request.get("meta"),
+                    ),
+                    row.seq,
+                ),
+                "voided_at": None,
+            }
+        )
+        parts = history_rows(
+            config=config,
+            ladder_id=ladder.id,
+            seq=row.seq,
+            match=plan,
+            before=before,
+            after=after,
+            offset=offset,
+        )
+        history_updates.extend(
+            {
+                "id": match_rows[(row.seq, part["player_id"])],
+                "mu_before": part["mu_before"],
+                "sigma_before": part["sigma_before"],
+                "mu_after": part["mu_after"],
+                "sigma_after": part["sigma_after"],
+            }
+            for part in parts
+            if not is_pseudonym(part["player_id"])  # no history: rated in memory only
+        )
+    return match_updates, history_updates
 
 
 def _replay_scope(
-    *, session: Session, ladder: Ladder, config: LadderConfig, scope: _Scope, now: datetime
+    *,
+    session: Session,
+    ladder: Ladder,
+    config: LadderConfig,
+    scope: _Scope,
+    progress: Progress,
 ) -> RatingTable:
     """Replay the scope's matches over its players, seeds at their places, and rewrite the
-    matches and history rows. Returns the ratings after."""
+    matches and history rows, :data:`PROGRESS_STEP` matches at a time (``progress`` is
+    told after each). Returns the ratings after."""
     players = sorted(scope.start)
     table = RatingTable(
         players=players,
@@ -125,6 +207,7 @@ def _replay_scope(
                 seeds_before.setdefault(position[row.match_seq], []).extend(waiting)
     at_end = [row for rows in pending.values() for row in rows]
 
+    match_updates: list[dict[str, Any]] = []
     history_updates: list[dict[str, Any]] = []
 
     def apply_seeds(seeds: list[HistoryRow]) -> None:
@@ -148,85 +231,45 @@ def _replay_scope(
     # Erased players' seeds, kept in the requests of the matches they came before.
     pseudonym_seeds = erasure.seeds_at(scope.matches)
 
-    pieces: list[Rated] = []
+    def write(done: int) -> None:
+        repositories.update_matches(session=session, rows=match_updates)
+        repositories.update_history(session=session, rows=history_updates)
+        match_updates.clear()
+        history_updates.clear()
+        progress(done, len(planned))
+
+    progress(0, len(planned))
+    steps = range(PROGRESS_STEP, len(planned), PROGRESS_STEP)
     begin = 0
-    for cut in [*sorted(seeds_before.keys() | pseudonym_seeds.keys()), len(planned)]:
+    for cut in [*sorted({*seeds_before, *pseudonym_seeds, *steps}), len(planned)]:
         if cut > begin:
-            pieces.append(
-                rate(
-                    ladder=ladder,
-                    config=config,
-                    table=table,
-                    matches=planned[begin:cut],
-                    label=label,
-                    start=begin,
-                )
+            rated = rate(
+                ladder=ladder,
+                config=config,
+                table=table,
+                matches=planned[begin:cut],
+                label=label,
+                start=begin,
             )
+            rows, history = _rewrites(
+                ladder=ladder,
+                config=config,
+                stored=scope.matches[begin:cut],
+                planned=planned[begin:cut],
+                rated=rated,
+                match_rows=match_rows,
+            )
+            match_updates.extend(rows)
+            history_updates.extend(history)
         for player, (mu, sigma) in pseudonym_seeds.get(cut, {}).items():
             table.mu[table.index[player]], table.sigma[table.index[player]] = mu, sigma or 0.0
         if cut in seeds_before:
             apply_seeds(seeds_before[cut])
         begin = cut
+        if len(match_updates) >= PROGRESS_STEP:
+            write(cut)
     apply_seeds(at_end)
-    if not planned:
-        repositories.update_history(session=session, rows=history_updates)
-        return table
-    rated = _join(pieces)
-
-    before = (rated.before_mu.tolist(), rated.before_sigma.tolist())
-    after = (rated.after_mu.tolist(), rated.after_sigma.tolist())
-    quality = rated.quality.tolist()
-    match_updates: list[dict[str, Any]] = []
-    for n, (stored, plan) in enumerate(zip(scope.matches, planned, strict=True)):
-        ranks = dense_ranks(plan.outcome)
-        offset = rated.offsets[n]
-        match_updates.append(
-            {
-                "seq": stored.seq,
-                "quality": quality[n],
-                "result": with_seq(
-                    result_parts(
-                        config=config,
-                        ladder_id=ladder.id,
-                        match_id=stored.match_id,
-                        played_at=plan.played_at,
-                        recorded_at=stored.recorded_at,
-                        quality=quality[n],
-                        teams=plan.teams,
-                        ranks=ranks,
-                        weights=plan.weights,
-                        before=before,
-                        after=after,
-                        offset=offset,
-                        meta=stored.request.get("meta"),
-                    ),
-                    stored.seq,
-                ),
-                "voided_at": None,
-            }
-        )
-        rows = history_rows(
-            config=config,
-            ladder_id=ladder.id,
-            seq=stored.seq,
-            match=plan,
-            before=before,
-            after=after,
-            offset=offset,
-        )
-        history_updates.extend(
-            {
-                "id": match_rows[(stored.seq, part["player_id"])],
-                "mu_before": part["mu_before"],
-                "sigma_before": part["sigma_before"],
-                "mu_after": part["mu_after"],
-                "sigma_after": part["sigma_after"],
-            }
-            for part in rows
-            if not is_pseudonym(part["player_id"])  # no history: rated in memory only
-        )
-    repositories.update_matches(session=session, rows=match_updates)
-    repositories.update_history(session=session, rows=history_updates)
+    write(len(planned))
     return table
 
 
@@ -274,16 +317,21 @@ def _closure(
     return affected, reached, joined
 
 
-def void_match(*, session: Session, ladder: Ladder, match_id: str, now: datetime) -> VoidResult:
+def void_match(
+    *,
+    session: Session,
+    ladder: Ladder,
+    match_id: str,
+    now: datetime,
+    progress: Progress = _silent,
+) -> VoidResult:
     """Void a match: re-rate every later match it reaches as if it had never been played.
 
-    Voiding a voided match changes nothing (``already_voided``). In one transaction, with
-    the rows of every player it reaches locked in one ordered statement.
+    Voiding a voided match changes nothing (``already_voided``). In one transaction that
+    holds the ladder (:func:`hold_ladder`), with the rows of every player it reaches locked
+    in one ordered statement.
     """
-    repositories.lift_statement_timeout(session=session)
-    # Shared with recordings; an erasure or a change of parameters has it alone.
-    if repositories.lock_ladder(session=session, ladder_id=ladder.id, share=True) is None:
-        raise NotFound(f"ladder: no ladder {ladder.id!r}")
+    ladder = hold_ladder(session=session, ladder_id=ladder.id)
     match = repositories.lock_match(session=session, ladder_id=ladder.id, match_id=match_id)
     if match is None:
         raise NotFound(f"match_id: no match {match_id[:128]!r} in ladder {ladder.id!r}")
@@ -299,29 +347,14 @@ def void_match(*, session: Session, ladder: Ladder, match_id: str, now: datetime
     config = ladder_config(ladder)
     seq = match.seq
     voided_players = {player for team in match.request["teams"] for player in team}
-    # Lock the reached players, then look again (PostgreSQL): a match committed before the
-    # locks were taken may reach further. Once every reached player is locked nothing new
-    # can join. (SQLite: this transaction holds the database since its first statement.)
+    # No match of the ladder can be recorded while it is held, so the matches read now are
+    # all there are. The reached players' rows are locked too: a seed (PUT .../players/{id})
+    # of one of them waits, or was committed before and is read below.
     later = repositories.matches_after(session=session, ladder_id=ladder.id, after_seq=seq)
     affected, reached, joined = _closure(voided_players, later)
     states = repositories.lock_rating_states(
         session=session, ladder_id=ladder.id, player_ids=sorted(reached)
     )
-    while repositories.others_write_meanwhile(session=session):
-        seen = {row.seq for row in later}
-        now_counted = repositories.match_seqs_after(
-            session=session, ladder_id=ladder.id, after_seq=seq
-        )
-        if set(now_counted) <= seen:
-            break
-        later = repositories.matches_after(session=session, ladder_id=ladder.id, after_seq=seq)
-        locked = reached
-        affected, reached, joined = _closure(voided_players, later)
-        if reached <= locked:
-            break
-        states = repositories.lock_rating_states(
-            session=session, ladder_id=ladder.id, player_ids=sorted(reached)
-        )
 
     affected = erasure.carry_seeds(session=session, voided_request=match.request, affected=affected)
     first_id = repositories.first_history_id(session=session, match_seq=seq) or 0
@@ -373,7 +406,7 @@ def void_match(*, session: Session, ladder: Ladder, match_id: str, now: datetime
         ladder=ladder,
         config=config,
         scope=_Scope(matches=affected, start=start, latest=latest, history=scoped_history),
-        now=now,
+        progress=progress,
     )
 
     # The voided match: marked in its document, out of its players' history and counts.
@@ -432,11 +465,14 @@ def void_match(*, session: Session, ladder: Ladder, match_id: str, now: datetime
     )
 
 
-def rebuild(*, session: Session, ladder: Ladder, now: datetime) -> RebuildResult:
+def rebuild(
+    *, session: Session, ladder: Ladder, now: datetime, progress: Progress = _silent
+) -> RebuildResult:
     """Replay every counted match of the ladder from the prior, seeds at their places, with
-    the ladder's current parameters; in one transaction, every rating locked."""
+    the ladder's current parameters; in one transaction that holds the ladder
+    (:func:`hold_ladder`), every rating locked."""
+    ladder = hold_ladder(session=session, ladder_id=ladder.id)
     config = ladder_config(ladder)
-    repositories.lift_statement_timeout(session=session)
     states = repositories.lock_ladder_ratings(session=session, ladder_id=ladder.id)
     matches = repositories.matches_after(session=session, ladder_id=ladder.id, after_seq=0)
     history = repositories.history_from(session=session, ladder_id=ladder.id, from_seq=0, from_id=0)
@@ -448,7 +484,7 @@ def rebuild(*, session: Session, ladder: Ladder, now: datetime) -> RebuildResult
         ladder=ladder,
         config=config,
         scope=_Scope(matches=matches, start=start, latest={}, history=history),
-        now=now,
+        progress=progress,
     )
     counts: dict[str, int] = {}
     newest: dict[str, datetime] = {}
@@ -474,7 +510,13 @@ def rebuild(*, session: Session, ladder: Ladder, now: datetime) -> RebuildResult
 
 
 def update_ladder(
-    *, session: Session, ladder: Ladder, body: LadderUpdate, rebuild_now: bool, now: datetime
+    *,
+    session: Session,
+    ladder: Ladder,
+    body: LadderUpdate,
+    rebuild_now: bool,
+    now: datetime,
+    progress: Progress = _silent,
 ) -> LadderUpdated:
     """Change a ladder's description or parameters (named ones; the rest keep their values).
 
@@ -483,10 +525,7 @@ def update_ladder(
     change and every match is replayed with them, in this one transaction. Asking for a
     rebuild without a change replays the ladder as it is.
     """
-    locked = repositories.lock_ladder(session=session, ladder_id=ladder.id, share=False)
-    if locked is None:
-        raise NotFound(f"ladder: no ladder {ladder.id!r}")
-    ladder = locked
+    ladder = hold_ladder(session=session, ladder_id=ladder.id)
     wants_rebuild = rebuild_now or body.rebuild
     params = ladder.params
     if body.params:
@@ -500,5 +539,57 @@ def update_ladder(
         ladder.description = body.description
     ladder.params = params
     session.flush()
-    result = rebuild(session=session, ladder=ladder, now=now) if wants_rebuild else None
+    result = None
+    if wants_rebuild:
+        result = rebuild(session=session, ladder=ladder, now=now, progress=progress)
     return LadderUpdated(ladder=ladder_view(session=session, ladder=ladder), rebuild=result)
+
+
+# -- before a re-rating: what it is, and how large ----------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Rerating:
+    """A re-rating asked for, looked at before it runs (nothing held): its kind, its ladder,
+    what to run (JSON: the match to void, or the PATCH body), and at most how many matches
+    it re-rates. ``app.services.jobs`` runs a large one in the background."""
+
+    kind: Literal["void", "rebuild"]
+    ladder_id: str
+    request: dict[str, Any]
+    size: int
+
+
+def plan_void(*, session: Session, ladder: Ladder, match_id: str) -> Rerating | VoidResult:
+    """Voiding ``match_id``: an unknown match is a 404, a voided one the answer at once
+    (``already_voided``); otherwise what it re-rates at most (every later match that counts)."""
+    match = repositories.find_match(session=session, ladder_id=ladder.id, match_id=match_id)
+    if match is None:
+        raise NotFound(f"match_id: no match {match_id[:128]!r} in ladder {ladder.id!r}")
+    if match.voided_at is not None:
+        return VoidResult(
+            match_id=match.match_id,
+            ladder=ladder.id,
+            voided_at=utc(match.voided_at),
+            already_voided=True,
+            matches_rerated=0,
+            players_affected=0,
+        )
+    size = repositories.count_matches_after(
+        session=session, ladder_id=ladder.id, after_seq=match.seq
+    )
+    return Rerating(kind="void", ladder_id=ladder.id, request={"match_id": match_id}, size=size)
+
+
+def plan_update(
+    *, session: Session, ladder: Ladder, body: LadderUpdate, rebuild_now: bool
+) -> Rerating | None:
+    """A PATCH of the ladder that rebuilds it (its parameters checked now: a bad one is a
+    422 at once), with the ladder's match count; None when it rebuilds nothing."""
+    if not (rebuild_now or body.rebuild):
+        return None
+    if body.params:
+        full_params(ladder.algorithm, {**ladder.params, **body.params})
+    request = {**body.model_dump(mode="json", exclude_none=True), "rebuild": True}
+    size = repositories.count_matches(session=session, ladder_ids=[ladder.id]).get(ladder.id, 0)
+    return Rerating(kind="rebuild", ladder_id=ladder.id, request=request, size=size)

@@ -1,5 +1,6 @@
 """The tables: ladders, player ratings, matches, participants, rating history, API keys,
-and the rating buckets that give a player's leaderboard rank without counting.
+the rating buckets that give a player's leaderboard rank without counting, and the jobs
+that run long re-ratings in the background.
 
 Alembic (``migrations/``) is the only source of the schema; these models describe it.
 Ratings are Gaussian beliefs (mu, sigma); Elo ladders keep ``sigma`` NULL. The stored
@@ -240,6 +241,43 @@ class ApiKey(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class Job(Base):
+    """A re-rating (a void, a rebuild with new parameters) run in the background by the
+    worker that accepted it, in one transaction of its own.
+
+    ``done`` and ``total`` (matches re-rated, of how many) and ``heartbeat_at`` are written
+    while that transaction is open, from short transactions of their own; ``result`` (what
+    the inline answer would have been) or ``error`` (a problem document) when it ends.
+    ``owner`` names the worker process (host, process id, a token of that start), which
+    tells whether the job can still end. No foreign key to the ladder: inserting one would
+    wait for the very re-rating of that ladder it is queued behind (which holds the ladder's
+    row).
+    """
+
+    __tablename__ = "jobs"
+    __table_args__ = (
+        CheckConstraint("kind IN ('void', 'rebuild')", name="kind"),
+        CheckConstraint("state IN ('queued', 'running', 'succeeded', 'failed')", name="state"),
+        Index("ix_jobs_ladder_id", "ladder_id", "state"),
+    )
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    ladder_id: Mapped[str] = mapped_column(String(64))
+    #: What to run: ``{"match_id": ...}`` for a void, the PATCH body for a rebuild.
+    request: Mapped[dict[str, Any]] = mapped_column(JSON)
+    state: Mapped[str] = mapped_column(String(16))
+    done: Mapped[int] = mapped_column(Integer)
+    total: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    error: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    owner: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    heartbeat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
 #: The leaderboard order (conservative rating, highest first; ties by player id) as an

@@ -42,6 +42,7 @@ from app.domain import jsontext
 from app.storage import unit_of_work
 from app.storage.engine import is_read_only, session_factory
 from app.storage.models import (
+    Job,
     Ladder,
     Match,
     Participant,
@@ -900,15 +901,13 @@ def matches_after(*, session: Session, ladder_id: str, after_seq: int) -> list[M
     return [MatchRow(*row) for row in session.execute(query)]
 
 
-def match_seqs_after(*, session: Session, ladder_id: str, after_seq: int) -> list[int]:
-    """The seqs of :func:`matches_after`, without reading the matches."""
-    return list(
-        session.scalars(
-            select(Match.seq).where(
-                Match.ladder_id == ladder_id, Match.seq > after_seq, Match.voided_at.is_(None)
-            )
-        )
+def count_matches_after(*, session: Session, ladder_id: str, after_seq: int) -> int:
+    """How many of :func:`matches_after` there are (at most what voiding ``after_seq``
+    re-rates), without reading the matches."""
+    query = select(func.count()).where(
+        Match.ladder_id == ladder_id, Match.seq > after_seq, Match.voided_at.is_(None)
     )
+    return int(session.scalar(query) or 0)
 
 
 class HistoryRow(NamedTuple):
@@ -1193,7 +1192,8 @@ def delete_ladder_rows(*, session: Session, ladder_id: str) -> LadderRows:
     """Remove the ladder and every row of it, children first (the caller holds the ladder's
     row lock, so no writer adds one meanwhile). Its rating buckets go before its ratings:
     SQLite's triggers then have no bucket left to count down, and PostgreSQL's pending
-    bucket changes apply to no ladder at commit."""
+    bucket changes apply to no ladder at commit. Its jobs go too: one still queued finds
+    no ladder and ends with nothing to write to."""
 
     def gone(statement: Executable) -> int:
         return int(getattr(session.execute(statement), "rowcount", 0) or 0)
@@ -1203,6 +1203,7 @@ def delete_ladder_rows(*, session: Session, ladder_id: str) -> LadderRows:
     matches = gone(delete(Match).where(Match.ladder_id == ladder_id))
     gone(delete(RatingBucket).where(RatingBucket.ladder_id == ladder_id))
     players = gone(delete(PlayerRating).where(PlayerRating.ladder_id == ladder_id))
+    gone(delete(Job).where(Job.ladder_id == ladder_id))
     gone(delete(Ladder).where(Ladder.id == ladder_id))
     return LadderRows(players=players, matches=matches, history=history)
 
@@ -1607,3 +1608,57 @@ def others_write_meanwhile(*, session: Session) -> bool:
     """Whether other transactions can commit while this one runs: PostgreSQL (row locks),
     not SQLite (a writing transaction holds the database from its first statement)."""
     return _dialect(session) == "postgresql"
+
+
+# -- jobs (app.services.jobs) ---------------------------------------------------------------
+
+#: The states of a job that has not ended.
+UNFINISHED = ("queued", "running")
+
+
+class JobRow(NamedTuple):
+    id: str
+    kind: str
+    ladder_id: str
+    request: dict[str, Any]
+    state: str
+    done: int
+    total: int | None
+    result: dict[str, Any] | None
+    error: dict[str, Any] | None
+    owner: str
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    heartbeat_at: datetime
+
+
+def _job_columns() -> tuple[Any, ...]:
+    return tuple(getattr(Job, name) for name in JobRow._fields)
+
+
+def add_job(*, session: Session, row: Mapping[str, Any]) -> None:
+    session.execute(insert(Job).values(**row))
+
+
+def get_job(*, session: Session, job_id: str) -> JobRow | None:
+    row = session.execute(select(*_job_columns()).where(Job.id == job_id)).first()
+    return None if row is None else JobRow(*row)
+
+
+def unfinished_jobs(*, session: Session, ladder_id: str) -> list[JobRow]:
+    """The ladder's jobs that have not ended (queued or running; stale ones too)."""
+    query = select(*_job_columns()).where(Job.ladder_id == ladder_id, Job.state.in_(UNFINISHED))
+    return [JobRow(*row) for row in session.execute(query)]
+
+
+def update_unfinished_job(
+    *, session: Session, job_id: str, values: Mapping[str, Any], beat_before: datetime | None = None
+) -> bool:
+    """Write ``values`` into the job if it has not ended (and, with ``beat_before``, if its
+    last heartbeat is older than that); whether it had not."""
+    condition = [Job.id == job_id, Job.state.in_(UNFINISHED)]
+    if beat_before is not None:
+        condition.append(Job.heartbeat_at < beat_before)
+    outcome = session.execute(update(Job).where(*condition).values(**values))
+    return bool(getattr(outcome, "rowcount", 0))

@@ -256,6 +256,8 @@ class TestSettings:
             "RATINGS_LOG_LEVEL": "WARNING",
             "RATINGS_WRITE_GROUP_MAX": "8",
             "RATINGS_WRITE_GROUP_WAIT_MS": "0.5",
+            "RATINGS_REBUILD_INLINE_MAX": "500",
+            "RATINGS_JOB_LEASE_S": "12.5",
         }
         for name, value in values.items():
             monkeypatch.setenv(name, value)
@@ -275,6 +277,8 @@ class TestSettings:
             "log_level": "warning",
             "write_group_max": 8,
             "write_group_wait_ms": 0.5,
+            "rebuild_inline_max": 500,
+            "job_lease_s": 12.5,
         }
 
 

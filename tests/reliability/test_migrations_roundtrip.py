@@ -7,6 +7,7 @@ from __future__ import annotations
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from sqlalchemy import inspect
 
 from app.storage.engine import alembic_config, downgrade, get_engine, schema_is_current, upgrade
 from app.storage.models import Base
@@ -18,6 +19,11 @@ def _diff(url: str) -> list[object]:
         return list(compare_metadata(MigrationContext.configure(connection), Base.metadata))
 
 
+def _tables(url: str) -> set[str]:
+    with get_engine(url).connect() as connection:
+        return set(inspect(connection).get_table_names())
+
+
 def test_every_revision_down_and_up_again(database_url: str) -> None:
     assert _diff(database_url) == []
     script = ScriptDirectory.from_config(alembic_config(database_url))
@@ -27,6 +33,12 @@ def test_every_revision_down_and_up_again(database_url: str) -> None:
     for revision in reversed(revisions):
         upgrade(database_url, revision)
     assert schema_is_current(get_engine(database_url))
+    assert _diff(database_url) == []
+    # 0010 adds the jobs table, and its downgrade takes it away.
+    downgrade(database_url, "0009")
+    assert "jobs" not in _tables(database_url)
+    upgrade(database_url)
+    assert "jobs" in _tables(database_url)
     assert _diff(database_url) == []
     # And once more in one step each way.
     downgrade(database_url, "base")

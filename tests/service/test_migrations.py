@@ -23,6 +23,7 @@ TABLES = {
     "matches",
     "participants",
     "rating_history",
+    "jobs",
 }
 
 

@@ -843,3 +843,86 @@ class QualityOut(BaseModel):
     quality: float = Field(description="How balanced the match is, in (0, 1].")
     win_probabilities: list[float] = Field(description="One per team, summing to 1.")
     draw_probability: float | None = Field(description="Null where the model has no draws.")
+
+
+# -- jobs -----------------------------------------------------------------------------------
+
+JobKind = Literal["void", "rebuild"]
+JobState = Literal["queued", "running", "succeeded", "failed"]
+
+
+class JobProgress(BaseModel):
+    done: int = Field(description="Matches re-rated and written so far.")
+    total: int | None = Field(
+        description="Matches the job re-rates; null until it has read them (queued)."
+    )
+
+
+class JobProblem(BaseModel):
+    """Why a job failed: the problem document its request would have been answered with."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+
+
+class JobOut(BaseModel):
+    """A void or a rebuild run in the background, in one transaction: all or nothing."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "id": "3f2c9a7e5b1d4c8e9f0a1b2c3d4e5f60",
+                    "kind": "void",
+                    "ladder": "halo-ffa",
+                    "state": "running",
+                    "progress": {"done": 15000, "total": 48610},
+                    "result": None,
+                    "error": None,
+                    "created_at": "2026-11-21T12:00:00Z",
+                    "started_at": "2026-11-21T12:00:00.2Z",
+                    "finished_at": None,
+                },
+                {
+                    "id": "3f2c9a7e5b1d4c8e9f0a1b2c3d4e5f60",
+                    "kind": "void",
+                    "ladder": "halo-ffa",
+                    "state": "succeeded",
+                    "progress": {"done": 48610, "total": 48610},
+                    "result": {
+                        "match_id": "g-1042",
+                        "ladder": "halo-ffa",
+                        "voided_at": "2026-11-21T12:00:00.2Z",
+                        "already_voided": False,
+                        "matches_rerated": 48610,
+                        "players_affected": 9140,
+                    },
+                    "error": None,
+                    "created_at": "2026-11-21T12:00:00Z",
+                    "started_at": "2026-11-21T12:00:00.2Z",
+                    "finished_at": "2026-11-21T12:00:17Z",
+                },
+            ]
+        }
+    )
+
+    id: str = Field(description="The job's id: `GET /v1/jobs/{id}`.")
+    kind: JobKind = Field(
+        description="`void` (DELETE of a match) or `rebuild` (PATCH of a ladder with rebuild)."
+    )
+    ladder: str
+    state: JobState = Field(
+        description="`queued` (accepted; waiting for the ladder), `running`, `succeeded` "
+        "(everything committed) or `failed` (nothing changed)."
+    )
+    progress: JobProgress
+    result: VoidResult | LadderUpdated | None = Field(
+        description="Once succeeded: what the inline answer would have been (the void's "
+        "summary, or the ladder and its rebuild)."
+    )
+    error: JobProblem | None = Field(description="Once failed: why; nothing was changed.")
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None

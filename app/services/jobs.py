@@ -1,0 +1,352 @@
+"""Long re-ratings as jobs: a void or a rebuild run in the background, polled by clients.
+
+A re-rating of many matches outlasts a request behind a load balancer's timeout (48,610
+matches take about 17 s on PostgreSQL). The route then answers ``202 Accepted`` with a job
+(:func:`submit`), and the worker that accepted it runs the re-rating in a thread of its
+own (:func:`start`), still as ONE transaction: it commits everything or nothing. A job is
+a row of ``jobs``; ``GET /v1/jobs/{id}`` (:func:`view`) reads it from any worker.
+
+While the re-rating's transaction is open its progress (matches re-rated and written, of
+how many) and a heartbeat are written from short transactions of their own on PostgreSQL,
+so every worker sees them. SQLite has one writer at a time, and the re-rating is it: there
+the job is marked running just before its transaction begins, its progress is seen by the
+worker running it, and the others see it when it ends.
+
+A job ends ``succeeded`` in the re-rating's own transaction (its result is committed with
+what it changed, or not at all), or ``failed`` with the problem document after that
+transaction rolled back. A job whose worker died (killed, restarted) is not re-run by
+another: its transaction was rolled back by the database, nothing changed, and it is
+reported failed, saying so, to whoever reads it next. It is found out by its heartbeat
+(PostgreSQL: none for ``RATINGS_JOB_LEASE_S``) or, on SQLite, whose database every worker
+shares on one machine, by its worker process being gone. Running it again elsewhere could
+apply an old request to a ladder changed meanwhile; the client decides, and submits again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any, cast
+
+from pydantic import BaseModel
+from sqlalchemy.orm import Session
+
+from app.api.schemas import (
+    JobOut,
+    JobProblem,
+    JobProgress,
+    LadderUpdate,
+    LadderUpdated,
+    VoidResult,
+)
+from app.config import get_settings
+from app.domain.times import utc
+from app.errors import NotFound, problem_of
+from app.services import ladders, rerate
+from app.services.rerate import Rerating
+from app.storage import repositories, unit_of_work
+from app.storage.repositories import UNFINISHED, JobRow
+
+_log = logging.getLogger("app.jobs")
+
+#: What a job whose worker stopped says.
+ABANDONED = (
+    "job: the worker running it stopped before it finished (restarted or killed); its "
+    "transaction was rolled back, so nothing changed: submit the request again"
+)
+
+#: The progress of the jobs this process runs, by id: (done, total). Also which run here.
+_running: dict[str, tuple[int, int | None]] = {}
+_running_lock = threading.Lock()
+_owner: tuple[int, str] | None = None
+
+
+def _process_start(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks since boot, Linux ``/proc``), or None."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    # After the name: state (index 0) ... starttime is the 22nd field of the line.
+    return fields[19] if fields[0] != "Z" else None
+
+
+def owner() -> str:
+    """This worker process: host, process id and start time (so a later process given
+    the same id is not taken for it)."""
+    global _owner
+    pid = os.getpid()
+    if _owner is None or _owner[0] != pid:
+        _owner = (pid, f"{socket.gethostname()[:64]}:{pid}:{_process_start(pid) or '-'}")
+    return _owner[1]
+
+
+def _worker_gone(job_owner: str) -> bool:
+    """Whether the process named by ``job_owner`` (:func:`owner`) has ended, as far as
+    this machine can tell (a process of another machine is never taken for gone)."""
+    host, pid, started = job_owner.rsplit(":", 2)
+    if host != socket.gethostname()[:64]:
+        return False
+    if os.path.exists("/proc/self/stat"):
+        now_started = _process_start(int(pid))
+        return now_started is None or (started != "-" and now_started != started)
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def _stale(session: Session, row: JobRow, now: datetime) -> bool:
+    """Whether ``row``, not ended, can no longer end: its worker is gone."""
+    if row.owner == owner():
+        with _running_lock:
+            return row.id not in _running
+    if repositories.others_write_meanwhile(session=session):
+        return utc(row.heartbeat_at) < now - timedelta(seconds=get_settings().job_lease_s)
+    return _worker_gone(row.owner)
+
+
+def _live(session: Session) -> bool:
+    """Whether progress can be written while the re-rating's transaction is open: not on
+    SQLite, whose one writer is that transaction."""
+    return repositories.others_write_meanwhile(session=session)
+
+
+# -- submitting ------------------------------------------------------------------------------
+
+
+def pending(*, session: Session, ladder_id: str, now: datetime) -> bool:
+    """Whether the ladder has a job that has not ended (and still can): a re-rating asked
+    for now goes behind it as a job too, instead of holding its request while it waits."""
+    return any(
+        not _stale(session, row, now)
+        for row in repositories.unfinished_jobs(session=session, ladder_id=ladder_id)
+    )
+
+
+def submit(*, session: Session, rerating: Rerating, now: datetime) -> JobOut:
+    """A new job for ``rerating``, queued (committed with the request's transaction; then
+    :func:`start` it)."""
+    row = JobRow(
+        id=uuid.uuid4().hex,
+        kind=rerating.kind,
+        ladder_id=rerating.ladder_id,
+        request=rerating.request,
+        state="queued",
+        done=0,
+        total=None,
+        result=None,
+        error=None,
+        owner=owner(),
+        created_at=now,
+        started_at=None,
+        finished_at=None,
+        heartbeat_at=now,
+    )
+    repositories.add_job(session=session, row=row._asdict())
+    return _out(row)
+
+
+def start(job_id: str) -> None:
+    """Run the job submitted as ``job_id`` (committed) in a thread of this process."""
+    with _running_lock:
+        _running[job_id] = (0, None)
+    threading.Thread(target=_run, args=(job_id,), name=f"job-{job_id[:8]}", daemon=True).start()
+
+
+# -- running ---------------------------------------------------------------------------------
+
+
+class _Abandoned(Exception):
+    """The job was reported failed (its heartbeat ran out) while it ran: roll back."""
+
+
+class _Reporter:
+    """The progress callback of a job's re-rating (``rerate.Progress``): kept for this
+    process, and on PostgreSQL written into the job's row from a short transaction of its
+    own (the first report marks it running)."""
+
+    def __init__(self, job_id: str, live: bool) -> None:
+        self.job_id = job_id
+        self.live = live
+        self.started = False
+
+    def __call__(self, done: int, total: int) -> None:
+        with _running_lock:
+            _running[self.job_id] = (done, total)
+        if not self.live:
+            return
+        values: dict[str, Any] = {"done": done, "total": total, "heartbeat_at": _now()}
+        if not self.started:
+            values.update(state="running", started_at=values["heartbeat_at"])
+            self.started = True
+        _write(self.job_id, values)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _write(job_id: str, values: dict[str, Any], beat_before: datetime | None = None) -> bool:
+    """``values`` into the job if it has not ended, in a short transaction of its own."""
+    return unit_of_work.run(
+        lambda session: repositories.update_unfinished_job(
+            session=session, job_id=job_id, values=values, beat_before=beat_before
+        )
+    )
+
+
+def _heartbeat(job_id: str, stop: threading.Event) -> None:
+    """Write the job's heartbeat every third of the lease until ``stop`` (PostgreSQL)."""
+    interval = get_settings().job_lease_s / 3
+    while not stop.wait(interval):
+        try:
+            _write(job_id, {"heartbeat_at": _now()})
+        except Exception as exc:  # a missed beat is retried at the next one
+            _log.warning("job %s: heartbeat not written: %s", job_id, type(exc).__name__)
+
+
+def _rerate(session: Session, job: JobRow, now: datetime, progress: _Reporter) -> BaseModel:
+    ladder = ladders.get_ladder(session=session, ladder_id=job.ladder_id)
+    if job.kind == "void":
+        return rerate.void_match(
+            session=session,
+            ladder=ladder,
+            match_id=job.request["match_id"],
+            now=now,
+            progress=progress,
+        )
+    return rerate.update_ladder(
+        session=session,
+        ladder=ladder,
+        body=LadderUpdate.model_validate(job.request),
+        rebuild_now=True,
+        now=now,
+        progress=progress,
+    )
+
+
+def _work(job: JobRow, reporter: _Reporter) -> Callable[[Session], None]:
+    def work(session: Session) -> None:
+        now = _now()
+        reporter.started = False
+        result = _rerate(session, job, now, reporter)
+        with _running_lock:
+            done, total = _running.get(job.id, (0, None))
+        finished = {
+            "state": "succeeded",
+            "result": result.model_dump(mode="json"),
+            "done": done,
+            "total": total if total is not None else done,
+            "started_at": now,
+            "finished_at": _now(),
+        }
+        if reporter.started:
+            del finished["started_at"]  # written when it started
+        if not repositories.update_unfinished_job(session=session, job_id=job.id, values=finished):
+            raise _Abandoned
+
+    return work
+
+
+def _run(job_id: str) -> None:
+    """The job's re-rating in one transaction (run again after a lost conflict, like any
+    other), its success written in that transaction; a failure after it rolled back."""
+    stop = threading.Event()
+    try:
+        job, live = unit_of_work.run(
+            lambda session: (
+                repositories.get_job(session=session, job_id=job_id),
+                _live(session),
+            ),
+            read_only=True,
+        )
+        if job is None:
+            return
+        if live:
+            threading.Thread(
+                target=_heartbeat, args=(job_id, stop), name=f"beat-{job_id[:8]}", daemon=True
+            ).start()
+        else:
+            _write(job_id, {"state": "running", "started_at": _now()})
+        unit_of_work.run(_work(job, _Reporter(job_id, live)))
+    except _Abandoned:
+        _log.warning("job %s: reported failed while it ran; rolled back", job_id)
+    except Exception as exc:
+        problem = problem_of(exc)
+        try:
+            _write(job_id, {"state": "failed", "error": problem, "finished_at": _now()})
+        except Exception as again:
+            _log.error("job %s: its failure could not be written: %s", job_id, again)
+    finally:
+        stop.set()
+        with _running_lock:
+            _running.pop(job_id, None)
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+
+def view(*, session: Session, job_id: str, now: datetime) -> JobOut:
+    """The job; one whose worker is gone is failed (and written so)."""
+    row = repositories.get_job(session=session, job_id=job_id)
+    if row is None:
+        raise NotFound(f"job_id: no job {job_id[:64]!r}")
+    if row.state in UNFINISHED:
+        if _stale(session, row, now):
+            failed = {
+                "state": "failed",
+                "error": _abandoned_problem(),
+                "finished_at": now,
+            }
+            cutoff = None
+            if _live(session):
+                cutoff = now - timedelta(seconds=get_settings().job_lease_s)
+            _write(row.id, failed, beat_before=cutoff)
+            row = cast(JobRow, _reread(row.id))
+        else:
+            with _running_lock:
+                local = _running.get(row.id)
+            if local is not None and local[0] >= row.done:
+                row = row._replace(done=local[0], total=local[1])
+    return _out(row)
+
+
+def _reread(job_id: str) -> JobRow | None:
+    return unit_of_work.run(
+        lambda session: repositories.get_job(session=session, job_id=job_id), read_only=True
+    )
+
+
+def _abandoned_problem() -> dict[str, Any]:
+    return {"type": "/problems/job-abandoned", "title": "Job Abandoned", "status": 503} | {
+        "detail": ABANDONED
+    }
+
+
+def _out(row: JobRow) -> JobOut:
+    result: VoidResult | LadderUpdated | None = None
+    if row.result is not None:
+        model = VoidResult if row.kind == "void" else LadderUpdated
+        result = model.model_validate(row.result)
+    return JobOut(
+        id=row.id,
+        kind=cast(Any, row.kind),
+        ladder=row.ladder_id,
+        state=cast(Any, row.state),
+        progress=JobProgress(done=row.done, total=row.total),
+        result=result,
+        error=JobProblem.model_validate(row.error) if row.error is not None else None,
+        created_at=utc(row.created_at),
+        started_at=utc(row.started_at) if row.started_at is not None else None,
+        finished_at=utc(row.finished_at) if row.finished_at is not None else None,
+    )
