@@ -112,6 +112,7 @@ from app.rating.base import (
     check_weights,
     outcome_ranks,
 )
+from app.rating.params import MAX_LENGTH, MAX_MEAN, MIN_LENGTH, Parameter
 from app.rating.quality import gaussian_win_probabilities, match_quality
 from app.rating.thurstone import order_log_likelihood
 
@@ -122,8 +123,10 @@ __all__ = [
     "MAX_TIE_SIZE",
     "MODELS",
     "MULTIPLAYER",
+    "PARAMETERS",
     "RULES",
     "Elo",
+    "k_factor_problem",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -131,6 +134,76 @@ FloatArray = npt.NDArray[np.float64]
 MODELS: Final = ("logistic", "gaussian")
 RULES: Final = ("classic", "mle")
 MULTIPLAYER: Final = ("pairwise_mean", "pairwise_sum", "full")
+
+#: The parameters a ladder may set, with the ranges it accepts (``app.rating.params``);
+#: ``k_factor`` is also at most the model's width (``k_factor_problem``).
+PARAMETERS: Final = (
+    Parameter("initial", 1500.0, "Rating of a new player.", "r_0", -MAX_MEAN, MAX_MEAN),
+    Parameter(
+        "k_factor",
+        32.0,
+        "Step size: an even match won moves each side by K/2. At most `scale` (logistic) "
+        "or `beta` (gaussian).",
+        "K",
+        MIN_LENGTH,
+        MAX_LENGTH,
+    ),
+    Parameter(
+        "model",
+        "logistic",
+        "Win probability of a duel: logistic (Bradley-Terry) or gaussian (Thurstone case V).",
+        choices=MODELS,
+    ),
+    Parameter(
+        "scale",
+        400.0,
+        "Logistic scale: a rating gap of `scale` is 10:1 odds.",
+        "",
+        MIN_LENGTH,
+        MAX_LENGTH,
+    ),
+    Parameter(
+        "beta",
+        200.0,
+        "Gaussian performance deviation (the gaussian model only).",
+        "beta",
+        MIN_LENGTH,
+        MAX_LENGTH,
+    ),
+    Parameter(
+        "rule",
+        "classic",
+        "Update of a duel: classic K (S - P) or mle (Kerby's likelihood gradient).",
+        choices=RULES,
+    ),
+    Parameter(
+        "multiplayer",
+        "pairwise_mean",
+        "Matches of 3+ teams or of teams: pairwise_mean, pairwise_sum or full.",
+        choices=MULTIPLAYER,
+    ),
+)
+
+
+def k_factor_problem(params: dict[str, float | str]) -> str | None:
+    """What is wrong with ``k_factor`` given the model's width, or ``None``.
+
+    The step is at most the width of the win probability: ``scale`` (logistic) or ``beta``
+    (gaussian). With the gaussian likelihood step ("mle", "full") an upset by a gap d moves
+    each side by about 0.44 (K / beta) d (K sqrt(pi/8) V(z), V(z) ~ |z| in the tail), so
+    for K above about 1.1 beta the two ratings would cross and end further apart than
+    they started, every upset multiplying the gap; K <= beta keeps it shrinking. For the
+    logistic model the bound says an even result moves a rating by at most half a scale.
+    """
+    width_name = "scale" if params["model"] == "logistic" else "beta"
+    k, width = params["k_factor"], params[width_name]
+    if isinstance(k, float) and isinstance(width, float) and k > width:
+        return (
+            f"must be at most {width_name} with the {params['model']} model: in "
+            f"[{MIN_LENGTH:g}, {width!r}], got {k!r}"
+        )
+    return None
+
 
 #: The largest rating magnitude accepted (far beyond any real ladder; keeps squares finite).
 MAX_ABS_RATING: Final = 1e12
