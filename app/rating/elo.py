@@ -113,7 +113,7 @@ from app.rating.base import (
     outcome_ranks,
 )
 from app.rating.params import MAX_LENGTH, MAX_MEAN, MIN_LENGTH, Parameter
-from app.rating.quality import gaussian_win_probabilities, match_quality
+from app.rating.quality import entrant_quality, gaussian_win_probabilities
 from app.rating.thurstone import order_log_likelihood
 
 __all__ = [
@@ -581,26 +581,27 @@ class Elo:
         return gaussian_win_probabilities(team_rating, [self._beta * self._beta] * len(teams))
 
     def quality(self, teams: Teams, weights: Weights | None = None) -> float:
-        """The paper's match quality (equation 7, generalised) with no skill uncertainty.
+        """Match quality on the team model of ``win_probabilities``, in (0, 1].
 
-        ``match_quality`` with every sigma 0 (passed as a sigma whose square vanishes in
-        floating point) and ``quality_beta``: exp(-1/2 mu'A (beta^2 A'A)^-1 A'mu), in (0, 1].
+        Each team plays as one entrant rated by its (weight-averaged) mean R_j, as in
+        ``win_probabilities`` and the "full" update, with performance N(R_j, beta_q^2),
+        beta_q = ``quality_beta``: the paper's equation 7 generalised with no skill
+        uncertainty, q = exp(-sum_j (R_j - R_bar)^2 / (2 beta_q^2)) (``entrant_quality``).
+        Two teams: q = exp(-(R_1 - R_2)^2 / (4 beta_q^2)), a decreasing function of
+        |P(1 beats 2) - 1/2| for both models (exp(-z^2/2) with P = Phi(z) for the gaussian
+        model), so a 2 v 1 of equal ratings is even (q = 1, P = 1/2), whatever the sizes.
         """
         check_teams(teams, bayesian=False)
         ws = check_weights(teams, weights)
         _check_range(teams)
-        exact = [[Rating(p.mu, _NO_SIGMA) for p in team] for team in teams]
-        return match_quality(exact, ws, self.quality_beta)
+        team_rating, _ = _team_ratings(teams, ws)
+        return entrant_quality(team_rating, self.quality_beta)
 
     def draw_probability(self, teams: Teams, weights: Weights | None = None) -> float | None:
         """None: the Elo models here have no draw model (a draw is scored S = 1/2)."""
         check_teams(teams, bayesian=False)
         check_weights(teams, weights)
         return None
-
-
-#: A sigma whose square underflows to 0.0: the shared quality function needs sigma > 0.
-_NO_SIGMA: Final = 1e-200
 
 
 def _check_player(argument: str, rating: object) -> None:

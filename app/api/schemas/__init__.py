@@ -178,18 +178,22 @@ def _parameter_field(spec: Parameter) -> tuple[Any, Any]:
     description = f"{spec.description} Default {spec.default!r}; range {spec.range_text}."
     if spec.choices:
         return Literal[spec.choices], Field(default=spec.default, description=description)
-    bounds = {
-        "gt" if spec.low_open else "ge": spec.low,
-        "lt" if spec.high_open else "le": spec.high,
-    }
-    return float, Field(default=spec.default, description=description, **bounds)
+    low, high = spec.low, spec.high
+    return float, Field(
+        default=spec.default,
+        description=description,
+        ge=None if spec.low_open else low,
+        gt=low if spec.low_open else None,
+        le=None if spec.high_open else high,
+        lt=high if spec.high_open else None,
+    )
 
 
 def _parameters_model(name: str, algorithm: str) -> type[BaseModel]:
     """The parameters of ``algorithm`` as a model, generated from the core's table of
     parameters (``app.rating.params``): the one place their defaults and ranges live."""
     specs = parameters(algorithm) + (LADDER_PARAMETERS if algorithm != "elo" else ())
-    fields = {spec.name: _parameter_field(spec) for spec in specs}
+    fields: dict[str, Any] = {spec.name: _parameter_field(spec) for spec in specs}
     model: type[BaseModel] = create_model(
         name,
         __config__=ConfigDict(extra="forbid"),
