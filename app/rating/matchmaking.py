@@ -1,9 +1,12 @@
 """Matchmaking: split a pool of players into k teams of equal size with the highest quality.
 
-The objective is the model's own match quality, ``model.quality(teams)`` (for the Gaussian
-models the TrueSkill paper's equation 7 generalised to k teams, ``rating-models.md``
-section 1, "Match quality"; Elo uses it with every sigma 0). Team sizes are fixed: with
-n players and k teams, n mod k teams have ceil(n / k) players and the rest floor(n / k).
+The objective is the model's own match quality, ``model.quality(teams)`` (the TrueSkill
+paper's equation 7 generalised to k teams, ``rating-models.md`` section 1, "Match
+quality": on team sums for TrueSkill and Plackett-Luce, on teams as single entrants rated
+by their means for Elo, each the team model of the model's own win probabilities, so for
+two teams the best split is the one whose win probabilities are nearest even). Team sizes
+are fixed: with n players and k teams, n mod k teams have ceil(n / k) players and the rest
+floor(n / k).
 
 - Up to ``EXACT_MAX_PLAYERS`` players the search is exact: every partition of the pool
   into teams of those sizes is evaluated once (``canonical_partitions``: teams of equal
@@ -17,9 +20,9 @@ n players and k teams, n mod k teams have ceil(n / k) players and the rest floor
   ``SEARCH_SEED``), keeping the best. The answer is a function of the pool, the team
   count and the model.
 
-For the models whose quality is the Gaussian team-sum form (TrueSkill, Plackett-Luce,
-Elo) the search ranks candidates by log q computed from team sums with numpy
-(``GaussianObjective``); any other model is searched through ``model.quality`` itself.
+For the three core models the search ranks candidates by log q computed from team sums
+with numpy (``GaussianObjective``: team sums, or team means for Elo); any other model is
+searched through ``model.quality`` itself.
 Either way the reported quality is ``model.quality`` of the returned split.
 """
 
@@ -204,8 +207,8 @@ def gaussian_objective(model: RatingModel, pool: Sequence[Rating]) -> GaussianOb
     """The team-sum objective when ``model.quality`` is the Gaussian form, else ``None``.
 
     TrueSkill and Plackett-Luce: their ``beta`` and every player's sigma. Elo: its
-    ``quality_beta`` and sigma 0 (``Elo.quality``). A subclass may redefine quality, so
-    only these exact classes qualify.
+    ``quality_beta``, sigma 0 and teams as entrants rated by their means (``Elo.quality``).
+    A subclass may redefine quality, so only these exact classes qualify.
     """
     from app.rating.elo import Elo
     from app.rating.plackett_luce import PlackettLuce

@@ -9,6 +9,7 @@ its range.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -247,3 +248,20 @@ def test_unknown_parameters_are_named() -> None:
     with pytest.raises(RatingInputError) as caught:
         check_parameters("trueskill", {"kappa": 0.1})
     assert caught.value.argument == "kappa"
+
+
+def test_the_documented_table_is_the_code_s() -> None:
+    """docs/models.md lists every parameter with its default, range and meaning, as the
+    tables of ``app.rating`` hold them, and nothing else."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "models.md").read_text()
+    rows = {line for line in text.splitlines() if line.startswith("| ") and "`" in line}
+    expected = set()
+    for algorithm in ALGORITHMS:
+        specs = parameters(algorithm) + (LADDER_PARAMETERS if algorithm in BAYESIAN else ())
+        for spec in specs:
+            default = f"`{spec.default}`" if isinstance(spec.default, str) else repr(spec.default)
+            expected.add(
+                f"| {algorithm} | `{spec.name}` | {default} | {spec.range_text} "
+                f"| {spec.description} |"
+            )
+    assert rows == expected
