@@ -469,6 +469,15 @@ def _swap_candidates(
     """log q after swapping a and b, for every pair of players of different teams
     (team(a) < team(b)), from running totals: (values, a, b) as flat arrays."""
     k = m.shape[0]
+    if objective.entrants and k == 2:
+        # Two entrants: log q = -(R_0 - R_1)^2 / (4 beta^2), and a swap moving mu_b - mu_a
+        # from team 1 to team 0 adds (mu_b - mu_a)(1/n_0 + 1/n_1) to R_0 - R_1.
+        in_0 = np.flatnonzero(lab == 0)
+        in_1 = np.flatnonzero(lab == 1)
+        dm = objective.mu[in_1][None, :] - objective.mu[in_0][:, None]
+        d = (m[0] / n[0] - m[1] / n[1]) + dm.ravel() * (1.0 / n[0] + 1.0 / n[1])
+        entrant: FloatArray = -0.25 * d * d / objective.beta2
+        return entrant, np.repeat(in_0, in_1.size), np.tile(in_1, in_0.size)
     if objective.entrants:
         a_idx, b_idx = np.nonzero(lab[:, None] < lab[None, :])
         ti, tj = lab[a_idx], lab[b_idx]
