@@ -13,16 +13,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from app.api.schemas import MAX_MU, MAX_SIGMA, RatingOut
+from app.api.schemas import RatingOut
 from app.errors import InvalidInput
 from app.rating.base import CONSERVATIVE_K, Rating, RatingInputError, RatingModel
-from app.rating.registry import make_model
+from app.rating.params import LADDER_PARAMETERS, Parameter
+from app.rating.registry import check_parameters, make_model, parameters
 
 if TYPE_CHECKING:
     from app.storage.models import Ladder
 
-#: Ladder-level parameters of the Bayesian models (not the model's own).
-LADDER_PARAMS: dict[str, float] = {"tau_per_day": 0.0, "conservative_k": CONSERVATIVE_K}
 BAYESIAN = frozenset({"trueskill", "plackett_luce"})
 #: What a model's arithmetic may raise on degenerate numbers besides RatingInputError.
 NUMERIC_ERRORS = (ArithmeticError, ValueError)
@@ -65,18 +64,13 @@ class LadderConfig:
 def _split_params(
     algorithm: str, params: Mapping[str, int | float | str]
 ) -> tuple[dict[str, Any], dict[str, float]]:
+    """The model's parameters and the ladder-level ones (with their defaults)."""
     model_params = dict(params)
     ladder_params: dict[str, float] = {}
     if algorithm in BAYESIAN:
-        for name, default in LADDER_PARAMS.items():
-            value = model_params.pop(name, default)
-            if isinstance(value, str) or not math.isfinite(value) or value < 0:
-                raise InvalidInput(f"params.{name}: must be a finite number >= 0")
-            ladder_params[name] = float(value)
-        if ladder_params["tau_per_day"] > MAX_SIGMA:
-            raise InvalidInput(f"params.tau_per_day: must be at most {MAX_SIGMA:g}")
-        if ladder_params["conservative_k"] > 100:
-            raise InvalidInput("params.conservative_k: must be at most 100")
+        for spec in LADDER_PARAMETERS:
+            value = model_params.pop(spec.name, spec.default)
+            ladder_params[spec.name] = float(value)
     return model_params, ladder_params
 
 
@@ -91,34 +85,39 @@ def ladder_config(ladder: Ladder) -> LadderConfig:
 
 
 def full_params(algorithm: str, params: Mapping[str, int | float | str]) -> dict[str, float | str]:
-    """Every parameter with its default filled in; ``InvalidInput`` naming a bad one."""
-    known = set(_model(algorithm, "{}").params)
-    if algorithm in BAYESIAN:
-        known.update(LADDER_PARAMS)
+    """Every parameter with its default filled in; ``InvalidInput`` naming a parameter that
+    is unknown or outside its documented range (``parameter_table``)."""
+    try:
+        specs = parameters(algorithm)
+    except RatingInputError as exc:
+        raise InvalidInput(f"algorithm: {exc.message}") from None
+    ladder_specs = LADDER_PARAMETERS if algorithm in BAYESIAN else ()
+    known = {spec.name for spec in (*specs, *ladder_specs)}
     for name in params:
         if name not in known:
             raise InvalidInput(
                 f"params.{name}: unknown parameter for {algorithm}; "
                 f"expected some of {', '.join(sorted(known))}"
             )
+    for spec in ladder_specs:
+        problem = spec.problem(params.get(spec.name, spec.default))
+        if problem is not None:
+            raise InvalidInput(f"params.{spec.name}: {problem}")
     model_params, ladder_params = _split_params(algorithm, params)
     try:
-        model = _model(algorithm, json.dumps(model_params, sort_keys=True))
+        checked = check_parameters(algorithm, model_params)
+        model = _model(algorithm, json.dumps(checked, sort_keys=True))
     except RatingInputError as exc:
-        field = (
-            exc.argument if exc.argument in ("algorithm", "params") else f"params.{exc.argument}"
-        )
-        raise InvalidInput(f"{field}: {exc.message}") from None
+        raise InvalidInput(f"params.{exc.argument}: {exc.message}") from None
     full: dict[str, float | str] = dict(model.params)
     full.update(ladder_params)
-    prior = model.rating()
-    if not abs(prior.mu) <= MAX_MU:
-        name = "mu" if algorithm in BAYESIAN else "initial"
-        raise InvalidInput(f"params.{name}: |value| must be at most {MAX_MU:g}")
-    if not 0.0 <= prior.sigma <= MAX_SIGMA:
-        raise InvalidInput(f"params.sigma: must be in (0, {MAX_SIGMA:g}]")
     _probe(model)
     return full
+
+
+def parameter_table(algorithm: str) -> tuple[Parameter, ...]:
+    """Every parameter a ladder of ``algorithm`` accepts: the model's, then the ladder's."""
+    return parameters(algorithm) + (LADDER_PARAMETERS if algorithm in BAYESIAN else ())
 
 
 def _probe(model: RatingModel) -> None:

@@ -16,8 +16,9 @@ The measures are those of ``rating-models.md`` section 5 (the TrueSkill paper, s
   decisive pair of teams (a ranked ahead of b), P the model's two-team win probability
   of a and b alone; for two-team matches it is the log loss.
 - "Challenged": system A picks the 20% of matches it finds tightest, by its match
-  quality before the match (TrueSkill: equation 7; Elo: the same with no uncertainty,
-  for two teams a monotone function of the rating gap), and system B's prediction error
+  quality before the match (TrueSkill: equation 7; Elo: the same with no uncertainty on
+  Elo's team model, each team one entrant rated by its mean, for two teams a monotone
+  function of the gap of team means), and system B's prediction error
   is measured on those.
 
 Metrics can be restricted to the matches from ``start`` on (the later part of a file)

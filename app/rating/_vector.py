@@ -215,8 +215,9 @@ class Side:
 class Kernel(ABC):
     """The vectorised updates of one model (one subclass per model)."""
 
-    #: Quality: the performance deviation beta of ``match_quality`` and whether the model
-    #: has no skill uncertainty (Elo, whose quality uses a deviation whose square is 0).
+    #: Quality: the performance deviation beta, and whether the model has no skill
+    #: uncertainty (Elo: each team is one entrant rated by its mean, ``entrant_quality``;
+    #: otherwise team sums, ``match_quality``).
     quality_beta: float
     exact_skills: bool = False
     #: Whether ``rate_many`` rates matches of three or more teams, and whether it does so
@@ -841,8 +842,11 @@ def two_team_quality(
 ) -> FloatArray:
     """``match_quality`` for two teams over a block (the paper's equation 7, weighted).
 
-    ``raw_*`` are the partial-play weights as given (1 for an unweighted match).
+    ``raw_*`` are the partial-play weights as given (1 for an unweighted match). Elo:
+    ``entrant_quality`` (``_entrant_quality``).
     """
+    if kernel.exact_skills:
+        return _entrant_quality(kernel, [a, b], [raw_a, raw_b])
     beta = kernel.quality_beta
     beta2 = beta * beta
     b_: list[FloatArray] = []  # beta^2 sum w^2, per team
@@ -856,7 +860,7 @@ def two_team_quality(
         bj = beta2 * sw2
         b_.append(bj)
         # Elo rates exact skills: quality passes a deviation whose square underflows to 0.
-        v_.append(bj if kernel.exact_skills else bj + _column_sum(w2 * side.sigma * side.sigma))
+        v_.append(bj + _column_sum(w2 * side.sigma * side.sigma))
         m_.append(_column_sum(w * side.mu))
     vt = v_[0] + v_[1]
     d = m_[0] - m_[1]
@@ -871,8 +875,11 @@ def many_team_quality(kernel: Kernel, sides: list[Side], raws: list[FloatArray])
 
     ``rating-models.md`` section 1: log q = 1/2 [sum_j log(B_j / V_j) + log sum_j 1/B_j
     - log sum_j 1/V_j] - 1/2 sum_j (m_j - m_bar)^2 / V_j. The scalar function sums with
-    ``math.fsum`` (exactly rounded), these are plain sums: they agree to rounding.
+    ``math.fsum`` (exactly rounded), these are plain sums: they agree to rounding. Elo:
+    ``entrant_quality`` (``_entrant_quality``).
     """
+    if kernel.exact_skills:
+        return _entrant_quality(kernel, sides, raws)
     beta = kernel.quality_beta
     beta2 = beta * beta
     b_: list[FloatArray] = []
@@ -885,7 +892,7 @@ def many_team_quality(kernel: Kernel, sides: list[Side], raws: list[FloatArray])
             raise RatingInputError("weights", "a team's performance variance is too small")
         bj = beta2 * sw2
         b_.append(bj)
-        v_.append(bj if kernel.exact_skills else bj + _column_sum(w2 * side.sigma * side.sigma))
+        v_.append(bj + _column_sum(w2 * side.sigma * side.sigma))
         m_.append(_column_sum(w * side.mu))
     inv_v = [1.0 / v for v in v_]
     sum_inv_v = sum(inv_v[1:], inv_v[0])
@@ -898,6 +905,27 @@ def many_team_quality(kernel: Kernel, sides: list[Side], raws: list[FloatArray])
     inv_b = [1.0 / b for b in b_]
     log_det_ratio = log_ratio + np.log(sum(inv_b[1:], inv_b[0])) - np.log(sum_inv_v)
     log_q = 0.5 * log_det_ratio - 0.5 * quad
+    q = np.exp(np.minimum(log_q, 0.0))
+    out: FloatArray = np.where(log_q >= 0.0, 1.0, np.where(q >= QUALITY_FLOOR, q, QUALITY_FLOOR))
+    return out
+
+
+def _entrant_quality(kernel: Kernel, sides: list[Side], raws: list[FloatArray]) -> FloatArray:
+    """``entrant_quality`` of Elo's team ratings over a block: each team rated by the
+    weight-averaged mean of its members (``Elo._team_ratings``: the weights normalised
+    first; a team whose weights are all 0 by its plain mean), q = exp(-sum_j (R_j -
+    R_bar)^2 / (2 beta^2)). Plain sums where the scalar code takes ``math.fsum``."""
+    beta = kernel.quality_beta
+    ratings: list[FloatArray] = []
+    for side, w in zip(sides, raws, strict=True):
+        plain = _column_sum(side.mu) / side.mu.shape[1]
+        total = _column_sum(w)
+        played = total > 0.0
+        share = w / np.where(played, total, 1.0)[:, None]
+        ratings.append(np.where(played, _column_sum(share * side.mu), plain))
+    r_bar = sum(ratings[1:], ratings[0]) / len(ratings)
+    with np.errstate(over="ignore"):  # a square past the float range is inf: q underflows
+        log_q = sum((((r - r_bar) / beta) ** 2 for r in ratings), np.zeros_like(r_bar)) * -0.5
     q = np.exp(np.minimum(log_q, 0.0))
     out: FloatArray = np.where(log_q >= 0.0, 1.0, np.where(q >= QUALITY_FLOOR, q, QUALITY_FLOOR))
     return out

@@ -112,7 +112,8 @@ from app.rating.base import (
     check_weights,
     outcome_ranks,
 )
-from app.rating.quality import gaussian_win_probabilities, match_quality
+from app.rating.params import MAX_LENGTH, MAX_MEAN, MIN_LENGTH, Parameter
+from app.rating.quality import entrant_quality, gaussian_win_probabilities
 from app.rating.thurstone import order_log_likelihood
 
 __all__ = [
@@ -122,8 +123,10 @@ __all__ = [
     "MAX_TIE_SIZE",
     "MODELS",
     "MULTIPLAYER",
+    "PARAMETERS",
     "RULES",
     "Elo",
+    "k_factor_problem",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -131,6 +134,76 @@ FloatArray = npt.NDArray[np.float64]
 MODELS: Final = ("logistic", "gaussian")
 RULES: Final = ("classic", "mle")
 MULTIPLAYER: Final = ("pairwise_mean", "pairwise_sum", "full")
+
+#: The parameters a ladder may set, with the ranges it accepts (``app.rating.params``);
+#: ``k_factor`` is also at most the model's width (``k_factor_problem``).
+PARAMETERS: Final = (
+    Parameter("initial", 1500.0, "Rating of a new player.", "r_0", -MAX_MEAN, MAX_MEAN),
+    Parameter(
+        "k_factor",
+        32.0,
+        "Step size: an even match won moves each side by K/2. At most `scale` (logistic) "
+        "or `beta` (gaussian).",
+        "K",
+        MIN_LENGTH,
+        MAX_LENGTH,
+    ),
+    Parameter(
+        "model",
+        "logistic",
+        "Win probability of a duel: logistic (Bradley-Terry) or gaussian (Thurstone case V).",
+        choices=MODELS,
+    ),
+    Parameter(
+        "scale",
+        400.0,
+        "Logistic scale: a rating gap of `scale` is 10:1 odds.",
+        "",
+        MIN_LENGTH,
+        MAX_LENGTH,
+    ),
+    Parameter(
+        "beta",
+        200.0,
+        "Gaussian performance deviation (the gaussian model only).",
+        "beta",
+        MIN_LENGTH,
+        MAX_LENGTH,
+    ),
+    Parameter(
+        "rule",
+        "classic",
+        "Update of a duel: classic K (S - P) or mle (Kerby's likelihood gradient).",
+        choices=RULES,
+    ),
+    Parameter(
+        "multiplayer",
+        "pairwise_mean",
+        "Matches of 3+ teams or of teams: pairwise_mean, pairwise_sum or full.",
+        choices=MULTIPLAYER,
+    ),
+)
+
+
+def k_factor_problem(params: dict[str, float | str]) -> str | None:
+    """What is wrong with ``k_factor`` given the model's width, or ``None``.
+
+    The step is at most the width of the win probability: ``scale`` (logistic) or ``beta``
+    (gaussian). With the gaussian likelihood step ("mle", "full") an upset by a gap d moves
+    each side by about 0.44 (K / beta) d (K sqrt(pi/8) V(z), V(z) ~ |z| in the tail), so
+    for K above about 1.1 beta the two ratings would cross and end further apart than
+    they started, every upset multiplying the gap; K <= beta keeps it shrinking. For the
+    logistic model the bound says an even result moves a rating by at most half a scale.
+    """
+    width_name = "scale" if params["model"] == "logistic" else "beta"
+    k, width = params["k_factor"], params[width_name]
+    if isinstance(k, float) and isinstance(width, float) and k > width:
+        return (
+            f"must be at most {width_name} with the {params['model']} model: in "
+            f"[{MIN_LENGTH:g}, {width!r}], got {k!r}"
+        )
+    return None
+
 
 #: The largest rating magnitude accepted (far beyond any real ladder; keeps squares finite).
 MAX_ABS_RATING: Final = 1e12
@@ -508,26 +581,27 @@ class Elo:
         return gaussian_win_probabilities(team_rating, [self._beta * self._beta] * len(teams))
 
     def quality(self, teams: Teams, weights: Weights | None = None) -> float:
-        """The paper's match quality (equation 7, generalised) with no skill uncertainty.
+        """Match quality on the team model of ``win_probabilities``, in (0, 1].
 
-        ``match_quality`` with every sigma 0 (passed as a sigma whose square vanishes in
-        floating point) and ``quality_beta``: exp(-1/2 mu'A (beta^2 A'A)^-1 A'mu), in (0, 1].
+        Each team plays as one entrant rated by its (weight-averaged) mean R_j, as in
+        ``win_probabilities`` and the "full" update, with performance N(R_j, beta_q^2),
+        beta_q = ``quality_beta``: the paper's equation 7 generalised with no skill
+        uncertainty, q = exp(-sum_j (R_j - R_bar)^2 / (2 beta_q^2)) (``entrant_quality``).
+        Two teams: q = exp(-(R_1 - R_2)^2 / (4 beta_q^2)), a decreasing function of
+        |P(1 beats 2) - 1/2| for both models (exp(-z^2/2) with P = Phi(z) for the gaussian
+        model), so a 2 v 1 of equal ratings is even (q = 1, P = 1/2), whatever the sizes.
         """
         check_teams(teams, bayesian=False)
         ws = check_weights(teams, weights)
         _check_range(teams)
-        exact = [[Rating(p.mu, _NO_SIGMA) for p in team] for team in teams]
-        return match_quality(exact, ws, self.quality_beta)
+        team_rating, _ = _team_ratings(teams, ws)
+        return entrant_quality(team_rating, self.quality_beta)
 
     def draw_probability(self, teams: Teams, weights: Weights | None = None) -> float | None:
         """None: the Elo models here have no draw model (a draw is scored S = 1/2)."""
         check_teams(teams, bayesian=False)
         check_weights(teams, weights)
         return None
-
-
-#: A sigma whose square underflows to 0.0: the shared quality function needs sigma > 0.
-_NO_SIGMA: Final = 1e-200
 
 
 def _check_player(argument: str, rating: object) -> None:

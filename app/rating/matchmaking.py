@@ -1,9 +1,12 @@
 """Matchmaking: split a pool of players into k teams of equal size with the highest quality.
 
-The objective is the model's own match quality, ``model.quality(teams)`` (for the Gaussian
-models the TrueSkill paper's equation 7 generalised to k teams, ``rating-models.md``
-section 1, "Match quality"; Elo uses it with every sigma 0). Team sizes are fixed: with
-n players and k teams, n mod k teams have ceil(n / k) players and the rest floor(n / k).
+The objective is the model's own match quality, ``model.quality(teams)`` (the TrueSkill
+paper's equation 7 generalised to k teams, ``rating-models.md`` section 1, "Match
+quality": on team sums for TrueSkill and Plackett-Luce, on teams as single entrants rated
+by their means for Elo, each the team model of the model's own win probabilities, so for
+two teams the best split is the one whose win probabilities are nearest even). Team sizes
+are fixed: with n players and k teams, n mod k teams have ceil(n / k) players and the rest
+floor(n / k).
 
 - Up to ``EXACT_MAX_PLAYERS`` players the search is exact: every partition of the pool
   into teams of those sizes is evaluated once (``canonical_partitions``: teams of equal
@@ -17,9 +20,9 @@ n players and k teams, n mod k teams have ceil(n / k) players and the rest floor
   ``SEARCH_SEED``), keeping the best. The answer is a function of the pool, the team
   count and the model.
 
-For the models whose quality is the Gaussian team-sum form (TrueSkill, Plackett-Luce,
-Elo) the search ranks candidates by log q computed from team sums with numpy
-(``GaussianObjective``); any other model is searched through ``model.quality`` itself.
+For the three core models the search ranks candidates by log q computed from team sums
+with numpy (``GaussianObjective``: team sums, or team means for Elo); any other model is
+searched through ``model.quality`` itself.
 Either way the reported quality is ``model.quality`` of the returned split.
 """
 
@@ -166,14 +169,24 @@ class GaussianObjective:
 
     which for two teams is 1/2 log((B_1 + B_2)/(V_1 + V_2)) - (m_1 - m_2)^2 / (2 (V_1 + V_2)).
     ``mu`` and ``var`` are per player (var = sigma^2, 0 for Elo); ``beta2`` is beta^2.
+
+    ``entrants`` (Elo): each team plays as one entrant rated by its mean R_j = m_j / n_j
+    with performance N(R_j, beta^2) (``quality.entrant_quality``), so
+    log q = -sum_j (R_j - R_bar)^2 / (2 beta^2) with R_bar the plain mean of the R_j.
     """
 
     mu: FloatArray
     var: FloatArray
     beta2: float
+    entrants: bool = False
 
     def log_quality(self, m: FloatArray, s: FloatArray, n: FloatArray) -> FloatArray:
         """log q for team sums along the last axis (m, s, n broadcast together)."""
+        if self.entrants:
+            r = m / n
+            centred = r - r.mean(axis=-1, keepdims=True)
+            entrant: FloatArray = -0.5 * (centred * centred).sum(axis=-1) / self.beta2
+            return entrant
         b = self.beta2 * n
         v = b + s
         if m.shape[-1] == 2:
@@ -194,8 +207,8 @@ def gaussian_objective(model: RatingModel, pool: Sequence[Rating]) -> GaussianOb
     """The team-sum objective when ``model.quality`` is the Gaussian form, else ``None``.
 
     TrueSkill and Plackett-Luce: their ``beta`` and every player's sigma. Elo: its
-    ``quality_beta`` and sigma 0 (``Elo.quality``). A subclass may redefine quality, so
-    only these exact classes qualify.
+    ``quality_beta``, sigma 0 and teams as entrants rated by their means (``Elo.quality``).
+    A subclass may redefine quality, so only these exact classes qualify.
     """
     from app.rating.elo import Elo
     from app.rating.plackett_luce import PlackettLuce
@@ -207,7 +220,7 @@ def gaussian_objective(model: RatingModel, pool: Sequence[Rating]) -> GaussianOb
         var = np.array([r.sigma for r in pool], dtype=float) ** 2
     elif type(model) is Elo:
         beta = model.quality_beta
-        var = np.zeros(len(pool))
+        return GaussianObjective(mu=mu, var=np.zeros(len(pool)), beta2=beta * beta, entrants=True)
     else:
         return None
     return GaussianObjective(mu=mu, var=var, beta2=beta * beta)
@@ -456,6 +469,24 @@ def _swap_candidates(
     """log q after swapping a and b, for every pair of players of different teams
     (team(a) < team(b)), from running totals: (values, a, b) as flat arrays."""
     k = m.shape[0]
+    if objective.entrants and k == 2:
+        # Two entrants: log q = -(R_0 - R_1)^2 / (4 beta^2), and a swap moving mu_b - mu_a
+        # from team 1 to team 0 adds (mu_b - mu_a)(1/n_0 + 1/n_1) to R_0 - R_1.
+        in_0 = np.flatnonzero(lab == 0)
+        in_1 = np.flatnonzero(lab == 1)
+        dm = objective.mu[in_1][None, :] - objective.mu[in_0][:, None]
+        d = (m[0] / n[0] - m[1] / n[1]) + dm.ravel() * (1.0 / n[0] + 1.0 / n[1])
+        entrant: FloatArray = -0.25 * d * d / objective.beta2
+        return entrant, np.repeat(in_0, in_1.size), np.tile(in_1, in_0.size)
+    if objective.entrants:
+        a_idx, b_idx = np.nonzero(lab[:, None] < lab[None, :])
+        ti, tj = lab[a_idx], lab[b_idx]
+        # Swapping a (team i) and b (team j) moves mu_b - mu_a from team j to team i.
+        delta = objective.mu[b_idx] - objective.mu[a_idx]
+        values = _entrant_values(
+            objective, m, n, ti, tj, m[ti] + delta, n[ti], m[tj] - delta, n[tj]
+        )
+        return values, a_idx, b_idx
     if k == 2:
         # Two teams: a swap leaves V_1 + V_2 (and B_1 + B_2) as they are, so log q is
         # 1/2 log((B_1 + B_2)/(V_1 + V_2)) - d^2 / (2 (V_1 + V_2)) with d = m_1 - m_2 + 2 dm.
@@ -513,6 +544,13 @@ def _best_move(
     team_j = small_teams[None, :]
     mu = objective.mu[:, None]
     var = objective.var[:, None]
+    if objective.entrants:
+        ti = lab[:, None]
+        values = _entrant_values(
+            objective, m, n, ti, team_j, m[ti] - mu, n[ti] - 1.0, m[team_j] + mu, n[team_j] + 1.0
+        )
+        mask = np.broadcast_to(big[:, None], values.shape)
+        return _pick_best(values, mask, "move", lambda col: int(small_teams[col]))
     return _best_change(
         objective,
         m,
@@ -585,6 +623,13 @@ def _best_change(
         values = 0.5 * (TL + al + bl + np.log(TB + ab + bb) - np.log(s1)) - 0.5 * (
             s3 - s2 * s2 / s1
         )
+    return _pick_best(values, mask, kind, column)
+
+
+def _pick_best(
+    values: FloatArray, mask: npt.NDArray[np.bool_], kind: str, column: Callable[[int], int]
+) -> tuple[float, tuple[str, int, int] | None]:
+    """The best candidate of a (players x teams) table where ``mask`` holds, if any."""
     values = np.where(mask, values, -np.inf)
     values = np.where(np.isnan(values), -np.inf, values)
     flat = int(np.argmax(values))
@@ -593,6 +638,34 @@ def _best_change(
         return value, None
     row, col = divmod(flat, values.shape[1])
     return value, (kind, row, column(col))
+
+
+def _entrant_values(
+    objective: GaussianObjective,
+    m: FloatArray,
+    n: FloatArray,
+    team_i: npt.NDArray[np.intp],
+    team_j: npt.NDArray[np.intp],
+    new_m_i: FloatArray,
+    new_n_i: FloatArray,
+    new_m_j: FloatArray,
+    new_n_j: FloatArray,
+) -> FloatArray:
+    """log q (``entrants``) of candidates that give teams i and j new sums and sizes, from
+    totals over the teams with the two old terms replaced: with R centred on the current
+    mean rating c (so the quadratic form loses no precision to cancellation),
+    log q = -(sum R^2 - (sum R)^2 / k) / (2 beta^2)."""
+    k = m.shape[0]
+    r = m / n
+    c = float(r.mean())
+    rc = r - c
+    s1, s2 = float(rc.sum()), float((rc * rc).sum())
+    ri = new_m_i / new_n_i - c
+    rj = new_m_j / new_n_j - c
+    t1 = s1 - rc[team_i] - rc[team_j] + ri + rj
+    t2 = s2 - rc[team_i] ** 2 - rc[team_j] ** 2 + ri * ri + rj * rj
+    values: FloatArray = -0.5 * (t2 - t1 * t1 / k) / objective.beta2
+    return values
 
 
 def _search_generic(

@@ -47,7 +47,50 @@ from app.rating.base import (
     check_weights,
     outcome_ranks,
 )
+from app.rating.params import MAX_LENGTH, MAX_MEAN, MIN_LENGTH, Parameter
 from app.rating.quality import match_quality
+
+#: The smallest variance floor a ladder accepts: one match then shrinks a deviation by at
+#: most a factor sqrt(1e-12) = 1e-6, so no sigma can fall out of the float range.
+MIN_KAPPA = 1e-12
+
+#: The parameters a ladder may set, with the ranges it accepts (``app.rating.params``).
+PARAMETERS = (
+    Parameter("mu", 25.0, "Prior skill mean of a new player.", "mu_0", -MAX_MEAN, MAX_MEAN),
+    Parameter(
+        "sigma",
+        25.0 / 3.0,
+        "Prior skill deviation of a new player.",
+        "sigma_0",
+        MIN_LENGTH,
+        MAX_LENGTH,
+    ),
+    Parameter(
+        "beta",
+        25.0 / 6.0,
+        "Performance deviation around the skill.",
+        "beta",
+        MIN_LENGTH,
+        MAX_LENGTH,
+    ),
+    Parameter(
+        "tau",
+        25.0 / 300.0,
+        "Dynamics deviation added before every match (0 turns it off).",
+        "tau",
+        0.0,
+        MAX_LENGTH,
+    ),
+    Parameter(
+        "kappa",
+        1e-4,
+        "Floor of the variance factor of an update, so sigma stays > 0.",
+        "kappa",
+        MIN_KAPPA,
+        1.0,
+        high_open=True,
+    ),
+)
 
 _exp = math.exp
 _isfinite = math.isfinite

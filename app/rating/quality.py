@@ -1,8 +1,16 @@
 """Match quality and win probabilities for Gaussian team performances.
 
-Shared by every model with Gaussian beliefs. Definitions: ``rating-models.md`` section 1,
-"Match quality" (the TrueSkill paper's equation 7, generalised to any teams) and
-"Win probabilities".
+Shared by every model. Definitions: ``rating-models.md`` section 1, "Match quality" (the
+TrueSkill paper's equation 7, generalised to any teams) and "Win probabilities".
+
+Quality is always computed on the team model the same model's win probabilities use, so a
+quality of 1 means even chances and a lower quality means chances further from even:
+
+- ``match_quality``: team performance is the SUM of the players' performances,
+  N(sum w mu, sum w^2 (sigma^2 + beta^2)); TrueSkill and Plackett-Luce rate and predict
+  with team sums.
+- ``entrant_quality``: each team plays as ONE entrant with a known rating R_j (Elo: the
+  weight-averaged mean of its members) and performance N(R_j, beta^2).
 """
 
 from __future__ import annotations
@@ -17,7 +25,13 @@ from app.rating import _special
 from app.rating.base import RatingInputError, Teams, check_positive, check_teams, check_weights
 from app.rating.gaussian import cdf
 
-__all__ = ["MIN_TEAM_VARIANCE", "QUALITY_FLOOR", "gaussian_win_probabilities", "match_quality"]
+__all__ = [
+    "MIN_TEAM_VARIANCE",
+    "QUALITY_FLOOR",
+    "entrant_quality",
+    "gaussian_win_probabilities",
+    "match_quality",
+]
 
 #: The smallest quality returned: the smallest positive normal float. A quality below it
 #: (teams hundreds of standard deviations apart) is reported as this value, never as 0.
@@ -105,6 +119,39 @@ def match_quality(teams: Teams, weights: list[list[float]] | None, beta: float) 
         return 1.0
     q = math.exp(log_q)
     return q if q >= QUALITY_FLOOR else QUALITY_FLOOR
+
+
+_LOG_QUALITY_FLOOR = math.log(QUALITY_FLOOR)
+
+
+def entrant_quality(ratings: Sequence[float], beta: float) -> float:
+    """Equation 7 generalised, for k entrants of known ratings R_j and performances
+    N(R_j, beta^2), in (0, 1]:
+
+        q = exp(-sum_j (R_j - R_bar)^2 / (2 beta^2)),   R_bar the plain mean of the R_j.
+
+    It is ``match_quality`` with one player per team and every sigma 0 (all variances
+    equal, so the determinant ratio is 1 and the weighted mean is the plain one). For two
+    entrants q = exp(-(R_1 - R_2)^2 / (4 beta^2)) = exp(-z^2 / 2) with z = (R_1 - R_2) /
+    (sqrt 2 beta), the argument of the Gaussian win probability Phi(z): q is a decreasing
+    function of |P(1 beats 2) - 1/2|. Gaps are divided by beta before squaring, so nothing
+    underflows; a quality below the smallest normal float is ``QUALITY_FLOOR``.
+    """
+    beta = check_positive("beta", beta)
+    k = len(ratings)
+    if k < 2:
+        raise RatingInputError("teams", f"a match needs at least two teams, got {k}")
+    for x in ratings:
+        if not math.isfinite(x):
+            raise RatingInputError("teams", f"every team rating must be finite, got {x!r}")
+    r_bar = math.fsum(ratings) / k
+    scaled = [(x - r_bar) / beta for x in ratings]
+    log_q = -0.5 * math.fsum(y * y for y in scaled)  # y * y: inf, never OverflowError
+    if log_q >= 0.0:
+        return 1.0
+    if log_q < _LOG_QUALITY_FLOOR:
+        return QUALITY_FLOOR
+    return math.exp(log_q)
 
 
 # Per-team breakpoints for the k > 2 integral, in standard deviations from the team mean:

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.rating.base import RatingInputError, RatingModel
+from app.rating.params import Parameter
 
 #: The algorithms a ladder may use.
 ALGORITHMS = ("trueskill", "plackett_luce", "elo")
@@ -36,3 +37,50 @@ def make_model(algorithm: str, params: Mapping[str, Any] | None = None) -> Ratin
     except TypeError as exc:  # an unknown keyword
         raise RatingInputError("params", f"unknown parameter for {algorithm}: {exc}") from None
     return model
+
+
+def parameters(algorithm: str) -> tuple[Parameter, ...]:
+    """The parameters of ``algorithm`` a ladder may set, with their defaults and ranges."""
+    if algorithm == "trueskill":
+        from app.rating import trueskill
+
+        return trueskill.PARAMETERS
+    if algorithm == "plackett_luce":
+        from app.rating import plackett_luce
+
+        return plackett_luce.PARAMETERS
+    if algorithm == "elo":
+        from app.rating import elo
+
+        return elo.PARAMETERS
+    raise RatingInputError("algorithm", f"must be one of {', '.join(ALGORITHMS)}")
+
+
+def check_parameters(algorithm: str, params: Mapping[str, object]) -> dict[str, float | str]:
+    """``params`` with every missing parameter at its default, each checked against its
+    range (``app.rating.params``); numbers come back as floats.
+
+    Raises ``RatingInputError`` naming the first parameter out of its range (or unknown).
+    """
+    specs = parameters(algorithm)
+    known = {spec.name for spec in specs}
+    for name in params:
+        if name not in known:
+            raise RatingInputError(
+                name,
+                f"unknown parameter for {algorithm}; expected some of {', '.join(sorted(known))}",
+            )
+    full: dict[str, float | str] = {}
+    for spec in specs:
+        value = params.get(spec.name, spec.default)
+        problem = spec.problem(value)
+        if problem is not None:
+            raise RatingInputError(spec.name, problem)
+        full[spec.name] = value if isinstance(value, str) else float(value)  # type: ignore[arg-type]
+    if algorithm == "elo":
+        from app.rating.elo import k_factor_problem
+
+        problem = k_factor_problem(full)
+        if problem is not None:
+            raise RatingInputError("k_factor", problem)
+    return full

@@ -35,6 +35,7 @@ from app.rating.base import (
     outcome_ranks,
 )
 from app.rating.gaussian import interval_probability, ppf, trunc_draw, trunc_win
+from app.rating.params import MAX_LENGTH, MAX_MEAN, MIN_LENGTH, Parameter
 from app.rating.quality import MIN_TEAM_VARIANCE, gaussian_win_probabilities, match_quality
 
 __all__ = [
@@ -45,6 +46,8 @@ __all__ = [
     "DEFAULT_TAU",
     "EP_MAX_ROUNDS",
     "EP_TOLERANCE",
+    "MAX_DRAW_PROBABILITY",
+    "PARAMETERS",
     "TrueSkill",
 ]
 
@@ -58,6 +61,46 @@ DEFAULT_BETA = DEFAULT_SIGMA / 2.0
 DEFAULT_TAU = DEFAULT_SIGMA / 100.0
 #: The probability of a draw between two evenly matched teams, which sets the draw margin.
 DEFAULT_DRAW_PROBABILITY = 0.10
+#: The largest draw probability with a finite draw margin: above it (draw_probability + 1)/2
+#: rounds to 1, whose quantile is infinite. At it the margin is 8.2 standard deviations.
+MAX_DRAW_PROBABILITY = 1.0 - 2.0**-52
+
+#: The parameters a ladder may set, with the ranges it accepts (``app.rating.params``).
+PARAMETERS = (
+    Parameter("mu", DEFAULT_MU, "Prior skill mean of a new player.", "mu_0", -MAX_MEAN, MAX_MEAN),
+    Parameter(
+        "sigma",
+        DEFAULT_SIGMA,
+        "Prior skill deviation of a new player.",
+        "sigma_0",
+        MIN_LENGTH,
+        MAX_LENGTH,
+    ),
+    Parameter(
+        "beta",
+        DEFAULT_BETA,
+        "Performance deviation: a skill gap of beta wins about 76% of duels.",
+        "beta",
+        MIN_LENGTH,
+        MAX_LENGTH,
+    ),
+    Parameter(
+        "tau",
+        DEFAULT_TAU,
+        "Dynamics deviation added before every match (0 turns it off).",
+        "gamma",
+        0.0,
+        MAX_LENGTH,
+    ),
+    Parameter(
+        "draw_probability",
+        DEFAULT_DRAW_PROBABILITY,
+        "Probability that two even teams draw; sets the draw margin eps.",
+        "",
+        0.0,
+        MAX_DRAW_PROBABILITY,
+    ),
+)
 
 #: Message passing (3+ teams) measures, per round, the largest move of the marginal of a
 #: team difference d_i that a comparison message caused: sqrt(dm^2 + dv^2) with dm the

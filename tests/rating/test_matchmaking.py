@@ -40,13 +40,13 @@ MODELS: dict[str, Any] = {
 
 
 class Delegating:
-    """A model the search knows nothing about: TrueSkill's quality behind another type, so
-    that every candidate is evaluated through ``model.quality``."""
+    """A model the search knows nothing about: TrueSkill's quality (or ``inner``'s) behind
+    another type, so that every candidate is evaluated through ``model.quality``."""
 
     name = "delegating"
 
-    def __init__(self) -> None:
-        self.inner = TrueSkill()
+    def __init__(self, inner: Any = None) -> None:
+        self.inner = TrueSkill() if inner is None else inner
         self.calls = 0
 
     def rating(self, mu: float | None = None, sigma: float | None = None) -> Rating:
@@ -262,8 +262,9 @@ def test_a_known_optimum() -> None:
     split = exact_split(model, pool, 2)
     sums = sorted(sum(pool[i].mu for i in team) for team in split.teams)
     assert sums == [10.0, 11.0]
-    # Equation 7 with sigma 0 and three players a side: exp(-d^2 / (2 * 6 beta^2)).
-    assert split.quality == pytest.approx(math.exp(-1.0 / 12.0), rel=1e-12)
+    # Elo's team model: each team one entrant rated by its mean (11/3 against 10/3), so
+    # q = exp(-(R_1 - R_2)^2 / (4 beta^2)) = exp(-1 / 36).
+    assert split.quality == pytest.approx(math.exp(-1.0 / 36.0), rel=1e-12)
 
 
 def test_as_many_teams_as_players_is_the_one_split() -> None:
@@ -308,8 +309,9 @@ def test_heuristic_gives_a_valid_split(name: str, n: int, k: int) -> None:
     assert split.quality >= model.quality(drafted)
 
 
-def test_heuristic_is_a_local_optimum_for_swaps_and_moves() -> None:
-    model = TrueSkill()
+@pytest.mark.parametrize("name", ["trueskill", "elo", "elo_gaussian"])
+def test_heuristic_is_a_local_optimum_for_swaps_and_moves(name: str) -> None:
+    model = MODELS[name]
     for n, k in [(13, 2), (14, 3), (17, 4)]:
         pool = pool_for(model, n, random.Random(n))
         split = heuristic_split(model, pool, k)
@@ -341,6 +343,14 @@ def test_heuristic_through_model_quality_matches_the_fast_search() -> None:
         fast = heuristic_split(TrueSkill(), pool, k, kicks=0)
         assert generic.quality == pytest.approx(fast.quality, rel=1e-9)
     assert delegating.calls > 0
+    for elo in (Elo(), Elo(model="gaussian", beta=150.0)):
+        # Elo's teams are entrants rated by their means: the fast search's candidate values
+        # (swaps, and moves between the uneven teams of 13 and 14) are that quality.
+        for n, k in [(13, 2), (14, 3)]:
+            pool = pool_for(elo, n, rng)
+            generic = heuristic_split(Delegating(elo), pool, k, kicks=0)  # type: ignore[arg-type]
+            fast = heuristic_split(elo, pool, k, kicks=0)
+            assert generic.quality == pytest.approx(fast.quality, rel=1e-9)
     spread = Spread()
     pool = pool_for(TrueSkill(), 14, rng)
     split = heuristic_split(spread, pool, 3)  # type: ignore[arg-type]

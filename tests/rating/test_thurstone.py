@@ -250,6 +250,18 @@ class TestStructure:
         assert np.isfinite(grad).all()
         assert abs(grad.sum()) < 1e-6 * np.abs(grad).max()
 
+    def test_means_1e15_deviations_apart_are_those_max_gap_apart(self) -> None:
+        """Ratings 1e9 apart over a beta of 1e-6: the grid cannot resolve steps there, so
+        gaps wider than MAX_GAP are narrowed to it; upsets included, all finite."""
+        from app.rating.thurstone import MAX_GAP
+
+        for order in ([0, 1, 2, 3], [3, 2, 1, 0], [1, 3, 0, 2]):
+            far = order_log_likelihood([1e15, 1e15 + 0.5, -4e14, 0.0], [order])
+            near = order_log_likelihood([2 * MAX_GAP, 2 * MAX_GAP + 0.5, 0.0, MAX_GAP], [order])
+            assert np.isfinite(far[0]).all() and np.isfinite(far[1]).all()
+            np.testing.assert_allclose(far[0], near[0], rtol=1e-9)
+            np.testing.assert_allclose(far[1], near[1], rtol=1e-6, atol=1e-6)
+
     def test_grid_settings_and_the_work_they_cost(self) -> None:
         means = [0.3, -1.2, 2.5, 0.0]
         orders = [[0, 1, 2, 3], [1, 0, 2, 3]]

@@ -18,11 +18,15 @@ from pydantic import (
     Field,
     StringConstraints,
     ValidationInfo,
+    WithJsonSchema,
+    create_model,
     field_validator,
     model_validator,
 )
 
 from app.domain import jsontext
+from app.rating.params import LADDER_PARAMETERS, MAX_LENGTH, MAX_MEAN, MIN_LENGTH, Parameter
+from app.rating.registry import parameters
 
 # -- limits (http-api.md "Limits") ---------------------------------------------------------
 
@@ -33,10 +37,11 @@ MAX_META_BYTES = 4096
 MAX_META_DEPTH = 32
 MAX_PAGE = 1000
 DEFAULT_PAGE = 50
-#: Largest |mu| (and |value| of a ladder parameter) accepted; beyond it no model is meaningful.
-MAX_MU = 1e9
-#: Largest sigma accepted.
-MAX_SIGMA = 1e6
+#: Largest |mu| of a seeded rating: the range of a ladder's prior mean (``app.rating.params``).
+MAX_MU = MAX_MEAN
+#: Smallest and largest sigma of a seeded rating: the range of a ladder's prior sigma.
+MIN_SIGMA = MIN_LENGTH
+MAX_SIGMA = MAX_LENGTH
 #: Largest |rank| or |score|.
 MAX_OUTCOME = 1e15
 
@@ -64,7 +69,7 @@ LadderId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9_-]{1,64}$")]
 Weight = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0.0, le=1.0)]
 Outcome = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=-MAX_OUTCOME, le=MAX_OUTCOME)]
 Mu = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=-MAX_MU, le=MAX_MU)]
-Sigma = Annotated[float, Field(strict=True, allow_inf_nan=False, gt=0.0, le=MAX_SIGMA)]
+Sigma = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=MIN_SIGMA, le=MAX_SIGMA)]
 ParamValue = (
     Annotated[int, Field(strict=True)]
     | Annotated[float, Field(strict=True, allow_inf_nan=False)]
@@ -169,6 +174,58 @@ class TeamsBody(RequestBody):
 # -- ladders --------------------------------------------------------------------------------
 
 
+def _parameter_field(spec: Parameter) -> tuple[Any, Any]:
+    description = f"{spec.description} Default {spec.default!r}; range {spec.range_text}."
+    if spec.choices:
+        return Literal[spec.choices], Field(default=spec.default, description=description)
+    low, high = spec.low, spec.high
+    return float, Field(
+        default=spec.default,
+        description=description,
+        ge=None if spec.low_open else low,
+        gt=low if spec.low_open else None,
+        le=None if spec.high_open else high,
+        lt=high if spec.high_open else None,
+    )
+
+
+def _parameters_model(name: str, algorithm: str) -> type[BaseModel]:
+    """The parameters of ``algorithm`` as a model, generated from the core's table of
+    parameters (``app.rating.params``): the one place their defaults and ranges live."""
+    specs = parameters(algorithm) + (LADDER_PARAMETERS if algorithm != "elo" else ())
+    fields: dict[str, Any] = {spec.name: _parameter_field(spec) for spec in specs}
+    model: type[BaseModel] = create_model(
+        name,
+        __config__=ConfigDict(extra="forbid"),
+        __doc__=f"The parameters of a {algorithm} ladder; any left out take their default.",
+        **fields,
+    )
+    return model
+
+
+TrueSkillParams = _parameters_model("TrueSkillParams", "trueskill")
+PlackettLuceParams = _parameters_model("PlackettLuceParams", "plackett_luce")
+EloParams = _parameters_model("EloParams", "elo")
+PARAMS_MODELS: dict[str, type[BaseModel]] = {
+    "trueskill": TrueSkillParams,
+    "plackett_luce": PlackettLuceParams,
+    "elo": EloParams,
+}
+_PARAMS_DESCRIPTION = (
+    "The algorithm's parameters, each in its documented range (outside it: 422 naming "
+    "the parameter and the range). One of the three shapes, by `algorithm`."
+)
+#: How ``params`` appears in the OpenAPI document: one shape per algorithm, with the range
+#: of every parameter. Requests are checked against the ladder's algorithm by the service
+#: (a PATCH names no algorithm), which gives the 422 its detail.
+PARAMS_SCHEMA: dict[str, Any] = {
+    "anyOf": [model.model_json_schema() for model in PARAMS_MODELS.values()],
+    "maxProperties": 32,
+    "description": _PARAMS_DESCRIPTION,
+}
+ParamsBody = dict[Annotated[str, StringConstraints(max_length=64)], ParamValue]
+
+
 class LadderCreate(RequestBody):
     """A new ladder: an algorithm and its parameters (missing ones take their defaults)."""
 
@@ -188,29 +245,12 @@ class LadderCreate(RequestBody):
 
     id: LadderId = Field(description="1 to 64 of [a-z0-9_-].")
     algorithm: Algorithm
-    params: dict[Annotated[str, StringConstraints(max_length=64)], ParamValue] = Field(
-        default_factory=dict,
-        max_length=32,
-        description="trueskill: mu, sigma, beta, tau, draw_probability, tau_per_day, "
-        "conservative_k; plackett_luce: mu, sigma, beta, tau, kappa, tau_per_day, "
-        "conservative_k; elo: initial, k_factor, model, scale, beta, rule, multiplayer.",
+    params: Annotated[ParamsBody, WithJsonSchema(PARAMS_SCHEMA)] = Field(
+        default_factory=dict, max_length=32
     )
     description: (
         Annotated[str, StringConstraints(max_length=1000, pattern=r"^[^\x00]*$")] | None
     ) = None
-
-    @field_validator("params")
-    @classmethod
-    def _sane_numbers(cls, params: dict[str, int | float | str]) -> dict[str, int | float | str]:
-        return sane_params(params)
-
-
-def sane_params(params: dict[str, int | float | str]) -> dict[str, int | float | str]:
-    """Ladder parameters of a sane magnitude (the model checks the rest)."""
-    for name, value in params.items():
-        if isinstance(value, int | float) and abs(value) > MAX_MU:
-            raise ValueError(f"params.{name}: |value| must be at most {MAX_MU:g}")
-    return params
 
 
 LADDER_EXAMPLE: dict[str, Any] = {
@@ -257,12 +297,17 @@ class LadderUpdate(RequestBody):
         },
     )
 
-    params: dict[Annotated[str, StringConstraints(max_length=64)], ParamValue] | None = Field(
-        default=None,
-        max_length=32,
-        description="Parameters to change. Every recorded match is then re-rated, so this "
-        "needs `rebuild: true` (or `?rebuild=true`); without it a change is 409.",
-    )
+    params: Annotated[
+        ParamsBody | None,
+        WithJsonSchema(
+            {
+                "anyOf": [PARAMS_SCHEMA, {"type": "null"}],
+                "description": "Parameters to change, each in its range for the ladder's "
+                "algorithm. Every recorded match is then re-rated, so this needs "
+                "`rebuild: true` (or `?rebuild=true`); without it a change is 409.",
+            }
+        ),
+    ] = Field(default=None, max_length=32)
     description: (
         Annotated[str, StringConstraints(max_length=1000, pattern=r"^[^\x00]*$")] | None
     ) = None
@@ -281,13 +326,6 @@ class LadderUpdate(RequestBody):
                 "replay its matches there"
             )
         return data
-
-    @field_validator("params")
-    @classmethod
-    def _sane_numbers(
-        cls, params: dict[str, int | float | str] | None
-    ) -> dict[str, int | float | str] | None:
-        return None if params is None else sane_params(params)
 
 
 class RebuildResult(BaseModel):
