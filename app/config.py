@@ -60,6 +60,22 @@ class Settings(BaseSettings):
     pool_size: int = Field(default=10, ge=1, le=200)
     #: PostgreSQL statement timeout in milliseconds (0: none).
     statement_timeout_ms: int = Field(default=10_000, ge=0)
+    #: How much longer than the statement timeout the service waits for any reply of
+    #: PostgreSQL before it closes the connection as frozen, in milliseconds.
+    reply_grace_ms: int = Field(default=5_000, ge=0)
+    #: How long a new PostgreSQL connection may take, in seconds (libpq's
+    #: ``connect_timeout``, per address tried; also the bound of the ping of an idle one).
+    connect_timeout_s: int = Field(default=5, ge=2, le=600)
+    #: How long a request waits for a free pooled connection, in seconds.
+    pool_timeout_s: float = Field(default=10.0, gt=0, le=600)
+    #: TCP keepalive on PostgreSQL connections: idle seconds before the first probe, seconds
+    #: between probes, and unanswered probes before the kernel drops the connection.
+    tcp_keepalives_idle_s: int = Field(default=10, ge=1, le=3600)
+    tcp_keepalives_interval_s: int = Field(default=5, ge=1, le=600)
+    tcp_keepalives_count: int = Field(default=3, ge=1, le=100)
+    #: How long data sent to PostgreSQL may stay unacknowledged before the kernel drops the
+    #: connection, in milliseconds (libpq's ``tcp_user_timeout``; 0: the system's default).
+    tcp_user_timeout_ms: int = Field(default=20_000, ge=0)
     #: SQLite busy timeout in milliseconds: how long a writer waits for the lock.
     sqlite_busy_timeout_ms: int = Field(default=30_000, ge=0)
     #: Most single-match POSTs a worker writes in one transaction (group commit).

@@ -6,7 +6,9 @@ A transaction is begun, committed, rolled back and run again in one place,
 SQLite: write-ahead log, a busy timeout, foreign keys on, and ``BEGIN IMMEDIATE`` for every
 transaction (the SQLAlchemy "pysqlite serializable" recipe), so writers queue for the
 database lock instead of failing on upgrade from a read lock. PostgreSQL: psycopg 3, a
-sized pool that pings connections which sat idle, and a statement timeout.
+sized pool that pings connections which sat idle, a statement timeout, and a bound on every
+wait for the server (:class:`BoundedConnection`), so a database or network that freezes
+fails the request instead of holding it.
 """
 
 from __future__ import annotations
@@ -14,19 +16,22 @@ from __future__ import annotations
 import ast
 import fcntl
 import os
+import re
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+import psycopg
+from psycopg.abc import PQGen
 from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DisconnectionError
+from sqlalchemy.exc import InvalidatePoolError
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.config import get_settings
+from app.config import Settings, get_settings
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -118,36 +123,118 @@ def _sqlite_engine(url: str) -> Engine:
 SQLITE_CACHE_KIB = 512
 
 
-#: Seconds a new PostgreSQL connection may take before the request gets a 503.
-CONNECT_TIMEOUT_S = 5
+RV = TypeVar("RV")
+
+
+class BoundedConnection(psycopg.Connection[Any]):
+    """A psycopg connection that waits for the server at most :attr:`reply_timeout_s` at a
+    time (None: without limit), then closes itself and raises ``OperationalError``.
+
+    Every exchange with the server (a statement, its rows, COMMIT, ROLLBACK, a ping, COPY)
+    goes through :meth:`wait`. The kernel's TCP timeouts catch a peer that stops
+    acknowledging, but not one that keeps acknowledging and never answers (a frozen server
+    process on a live host, a proxy or balancer stuck in between), nor a query that never
+    reached the server, where ``statement_timeout`` cannot fire: only the client can bound
+    those. After such a timeout the connection's state is unknown (its query may still run,
+    or have committed), so it is closed: SQLAlchemy then sees a disconnect and drops it
+    from the pool, with every other connection opened before it.
+    """
+
+    reply_timeout_s: float | None = None
+
+    def wait(self, gen: PQGen[RV], interval: float = 0.1, timeout: float | None = None) -> RV:
+        bound = self.reply_timeout_s
+        if bound is None or timeout is not None:  # a caller with a timeout handles its own
+            return super().wait(gen, interval, timeout)
+        try:
+            return super().wait(gen, interval, bound)
+        except psycopg.errors._WaitTimeout:  # psycopg's own, raised by its wait functions
+            self.close()
+            raise psycopg.OperationalError(
+                f"no reply from the database within {bound:g} s; connection closed"
+            ) from None
+
+
+def reply_timeout_s(statement_timeout_ms: int, settings: Settings) -> float | None:
+    """How long the client waits for any one reply while ``statement_timeout_ms`` is in force
+    on the connection: the statement timeout and ``RATINGS_REPLY_GRACE_MS`` more, so that a
+    statement that is merely slow is cancelled by the server first (an error that leaves the
+    connection usable). None, no bound, when there is no statement timeout."""
+    if statement_timeout_ms <= 0:
+        return None
+    return (statement_timeout_ms + settings.reply_grace_ms) / 1000
+
+
+#: ``SET LOCAL statement_timeout = <ms>`` (re-rating lifts the timeout this way).
+_SET_LOCAL_TIMEOUT = re.compile(r"\s*SET\s+LOCAL\s+statement_timeout\b(.*)", re.I | re.S)
+_MILLISECONDS = re.compile(r"\s*(?:=|TO)\s*'?(\d+)'?\s*;?\s*", re.I)
+
+
+def _local_statement_timeout_ms(statement: str) -> int | None:
+    """The statement timeout (ms) a ``SET LOCAL statement_timeout`` statement puts in force,
+    0 for a value it does not spell in plain milliseconds; None for any other statement."""
+    found = _SET_LOCAL_TIMEOUT.fullmatch(statement)
+    if found is None:
+        return None
+    value = _MILLISECONDS.fullmatch(found[1])
+    return int(value[1]) if value is not None else 0
+
+
+def _postgres_connect_args(settings: Settings) -> dict[str, Any]:
+    """libpq's parameters: connecting gives up after ``connect_timeout``; the kernel drops a
+    connection whose peer stopped acknowledging (keepalive probes while it is idle,
+    ``tcp_user_timeout`` while data waits for an acknowledgement)."""
+    connect_args: dict[str, Any] = {
+        "connect_timeout": settings.connect_timeout_s,
+        "keepalives": 1,
+        "keepalives_idle": settings.tcp_keepalives_idle_s,
+        "keepalives_interval": settings.tcp_keepalives_interval_s,
+        "keepalives_count": settings.tcp_keepalives_count,
+        "tcp_user_timeout": settings.tcp_user_timeout_ms,
+    }
+    if settings.statement_timeout_ms:
+        connect_args["options"] = f"-c statement_timeout={settings.statement_timeout_ms}"
+    return connect_args
 
 
 def _postgres_engine(url: str) -> Engine:
     settings = get_settings()
-    # A database that stops answering must not hang a request: connecting gives up after
-    # CONNECT_TIMEOUT_S, and the kernel drops a connection whose peer stopped acknowledging
-    # (keepalive probes on idle connections, tcp_user_timeout on unacknowledged writes).
-    connect_args: dict[str, Any] = {
-        "connect_timeout": CONNECT_TIMEOUT_S,
-        "keepalives": 1,
-        "keepalives_idle": 30,
-        "keepalives_interval": 5,
-        "keepalives_count": 3,
-        "tcp_user_timeout": 30_000,
-    }
-    if settings.statement_timeout_ms:
-        connect_args["options"] = f"-c statement_timeout={settings.statement_timeout_ms}"
     engine = create_engine(
         url,
         pool_size=settings.pool_size,
         max_overflow=settings.pool_size,
-        connect_args=connect_args,
+        pool_timeout=settings.pool_timeout_s,
+        connect_args=_postgres_connect_args(settings),
     )
+    default_bound = reply_timeout_s(settings.statement_timeout_ms, settings)
+
+    @event.listens_for(engine, "do_connect")
+    def _connect(_dialect: Any, _record: Any, cargs: Any, cparams: Any) -> BoundedConnection:
+        connection = BoundedConnection.connect(*cargs, **cparams)
+        connection.reply_timeout_s = default_bound
+        return connection
+
+    # The bound follows the statement timeout in force: the settings' at the start of every
+    # transaction, a transaction's own after its ``SET LOCAL statement_timeout``.
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        _bounded(connection.connection.dbapi_connection).reply_timeout_s = default_bound
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def _on_execute(
+        connection: Any, _cursor: Any, statement: str, *_args: Any, **_kwargs: Any
+    ) -> None:
+        local_ms = _local_statement_timeout_ms(statement)
+        if local_ms is not None:
+            bounded = _bounded(connection.connection.dbapi_connection)
+            bounded.reply_timeout_s = reply_timeout_s(local_ms, settings)
 
     # SQLAlchemy's pool_pre_ping costs a round trip on every checkout, that is on every
     # request. A connection in steady use is known to be alive; one that sat idle in the
     # pool (where a server restart or a failover may have cut it) is pinged first, and a
-    # dead one is replaced before the request sees it.
+    # dead one is replaced before the request sees it. The ping waits no longer than a new
+    # connection may take; a failed one drops every connection of the pool opened before it
+    # (they have most likely lost the same server), and the pool connects anew.
     @event.listens_for(engine, "checkin")
     def _on_checkin(_dbapi_connection: Any, record: Any) -> None:
         record.info["idle_since"] = time.monotonic()
@@ -157,16 +244,25 @@ def _postgres_engine(url: str) -> Engine:
         idle_since = record.info.get("idle_since")
         if idle_since is None or time.monotonic() - idle_since <= PING_AFTER_IDLE_S:
             return
+        bounded = _bounded(dbapi_connection)
+        bound, bounded.reply_timeout_s = bounded.reply_timeout_s, settings.connect_timeout_s
         try:
-            cursor = dbapi_connection.cursor()
+            cursor = bounded.cursor()
             try:
                 cursor.execute("SELECT 1")
             finally:
                 cursor.close()
         except Exception as exc:
-            raise DisconnectionError("pooled connection is dead") from exc
+            raise InvalidatePoolError("pooled connection is dead") from exc
+        finally:
+            bounded.reply_timeout_s = bound
 
     return engine
+
+
+def _bounded(dbapi_connection: Any) -> BoundedConnection:
+    assert isinstance(dbapi_connection, BoundedConnection)
+    return dbapi_connection
 
 
 def get_engine(url: str | None = None) -> Engine:
