@@ -16,7 +16,6 @@ from __future__ import annotations
 import ast
 import fcntl
 import os
-import re
 import threading
 import time
 from collections.abc import Iterator
@@ -26,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 from psycopg.abc import PQGen
-from sqlalchemy import Engine, create_engine, event, inspect, text
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import InvalidatePoolError
 from sqlalchemy.orm import Session, sessionmaker
@@ -165,21 +164,6 @@ def reply_timeout_s(statement_timeout_ms: int, settings: Settings) -> float | No
     return (statement_timeout_ms + settings.reply_grace_ms) / 1000
 
 
-#: ``SET LOCAL statement_timeout = <ms>`` (re-rating lifts the timeout this way).
-_SET_LOCAL_TIMEOUT = re.compile(r"\s*SET\s+LOCAL\s+statement_timeout\b(.*)", re.I | re.S)
-_MILLISECONDS = re.compile(r"\s*(?:=|TO)\s*'?(\d+)'?\s*;?\s*", re.I)
-
-
-def _local_statement_timeout_ms(statement: str) -> int | None:
-    """The statement timeout (ms) a ``SET LOCAL statement_timeout`` statement puts in force,
-    0 for a value it does not spell in plain milliseconds; None for any other statement."""
-    found = _SET_LOCAL_TIMEOUT.fullmatch(statement)
-    if found is None:
-        return None
-    value = _MILLISECONDS.fullmatch(found[1])
-    return int(value[1]) if value is not None else 0
-
-
 def _postgres_connect_args(settings: Settings) -> dict[str, Any]:
     """libpq's parameters: connecting gives up after ``connect_timeout``; the kernel drops a
     connection whose peer stopped acknowledging (keepalive probes while it is idle,
@@ -214,20 +198,11 @@ def _postgres_engine(url: str) -> Engine:
         connection.reply_timeout_s = default_bound
         return connection
 
-    # The bound follows the statement timeout in force: the settings' at the start of every
-    # transaction, a transaction's own after its ``SET LOCAL statement_timeout``.
+    # Every transaction starts with the settings' bound (one may lift it:
+    # :func:`lift_reply_bound`).
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
         _bounded(connection.connection.dbapi_connection).reply_timeout_s = default_bound
-
-    @event.listens_for(engine, "before_cursor_execute")
-    def _on_execute(
-        connection: Any, _cursor: Any, statement: str, *_args: Any, **_kwargs: Any
-    ) -> None:
-        local_ms = _local_statement_timeout_ms(statement)
-        if local_ms is not None:
-            bounded = _bounded(connection.connection.dbapi_connection)
-            bounded.reply_timeout_s = reply_timeout_s(local_ms, settings)
 
     # SQLAlchemy's pool_pre_ping costs a round trip on every checkout, that is on every
     # request. A connection in steady use is known to be alive; one that sat idle in the
@@ -258,6 +233,13 @@ def _postgres_engine(url: str) -> Engine:
             bounded.reply_timeout_s = bound
 
     return engine
+
+
+def lift_reply_bound(connection: Connection) -> None:
+    """No reply bound for the rest of this transaction on a PostgreSQL connection: it lifted
+    its statement timeout (``repositories.lift_statement_timeout``), so a statement may
+    legitimately run longer than the bound; the TCP timeouts still catch a lost peer."""
+    _bounded(connection.connection.dbapi_connection).reply_timeout_s = None
 
 
 def _bounded(dbapi_connection: Any) -> BoundedConnection:

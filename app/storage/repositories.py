@@ -40,7 +40,7 @@ from sqlalchemy.types import TypeEngine
 
 from app.domain import jsontext
 from app.storage import unit_of_work
-from app.storage.engine import is_read_only, session_factory
+from app.storage.engine import is_read_only, lift_reply_bound, session_factory
 from app.storage.models import (
     Job,
     Ladder,
@@ -865,9 +865,11 @@ def history(
 
 def lift_statement_timeout(*, session: Session) -> None:
     """No statement timeout for the rest of this transaction (PostgreSQL): re-rating a large
-    ladder legitimately runs statements longer than a request's."""
+    ladder legitimately runs statements longer than a request's; the client's wait for each
+    reply is then unbounded too (``engine.lift_reply_bound``)."""
     if _dialect(session) == "postgresql":
         session.execute(text("SET LOCAL statement_timeout = 0"))
+        lift_reply_bound(session.connection())
 
 
 def lock_match(*, session: Session, ladder_id: str, match_id: str) -> Match | None:

@@ -23,9 +23,11 @@ import pytest
 from sqlalchemy import Connection, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session
 
 from app.config import get_settings
 from app.storage.engine import BoundedConnection, dispose_engines, get_engine
+from app.storage.repositories import lift_statement_timeout
 from tests.reliability import faults
 from tests.reliability.conftest import Server, create_ladder, report
 from tests.reliability.invariants import check_ladder
@@ -308,15 +310,14 @@ def test_a_slow_statement_is_cancelled_by_the_server_and_its_connection_kept(
 def test_a_transaction_that_lifts_its_statement_timeout_lifts_its_reply_bound(
     bounded_url: str,
 ) -> None:
-    """Re-rating lifts the statement timeout of its transaction (``SET LOCAL``): the client
-    then waits as long as the server works, and the next transaction is bounded again."""
+    """Re-rating lifts the statement timeout of its transaction: the client then waits as
+    long as the server works, and the next transaction is bounded again."""
     engine = get_engine(bounded_url)
-    with engine.begin() as connection:
-        connection.execute(text("SET LOCAL statement_timeout = 1500"))
-        assert _reply_timeout(connection) == 1.8
-        connection.execute(text("SET LOCAL statement_timeout = 0"))
-        assert _reply_timeout(connection) is None
-        connection.execute(text("SELECT pg_sleep(1.2)"))  # longer than the usual 0.8 s
+    with Session(engine) as session, session.begin():
+        assert _reply_timeout(session.connection()) == 0.8
+        lift_statement_timeout(session=session)
+        assert _reply_timeout(session.connection()) is None
+        session.execute(text("SELECT pg_sleep(1.2)"))  # longer than the usual 0.8 s
     with engine.begin() as connection:
         assert _reply_timeout(connection) == 0.8
         assert connection.scalar(text("SHOW statement_timeout")) == "500ms"
