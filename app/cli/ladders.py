@@ -7,7 +7,7 @@ import argparse
 from datetime import UTC, datetime
 from pathlib import Path
 
-from app.api.schemas import MAX_BATCH
+from app.api.schemas import MAX_BATCH, MAX_BATCH_SLOTS
 from app.cli.base import CommandError, transaction
 from app.storage.engine import get_engine, schema_is_current, session_factory
 
@@ -71,7 +71,8 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "--chunk",
         type=int,
         default=MAX_BATCH,
-        help=f"matches per transaction, 1 to {MAX_BATCH:,} (the default)",
+        help=f"matches per transaction, 1 to {MAX_BATCH:,} (the default); a chunk also "
+        f"holds at most {MAX_BATCH_SLOTS:,} players in all, as a batch does",
     )
     load.add_argument(
         "--progress",
