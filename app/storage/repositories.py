@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from functools import cache
 from typing import Any, Literal, NamedTuple, cast
@@ -316,7 +316,7 @@ def _update_through_copy(
             connection.connection.cursor(),
             table,
             names,
-            [tuple([row[name] for name in names]) for row in rows],
+            (tuple([row[name] for name in names]) for row in rows),
             target=scratch,
         )
     except dialect.loaded_dbapi.Error as exc:
@@ -707,14 +707,13 @@ def insert_rows(*, session: Session, table: Table, rows: Sequence[dict[str, Any]
 
 
 def insert_values(
-    *, session: Session, table: Table, names: Sequence[str], values: Sequence[Sequence[Any]]
+    *, session: Session, table: Table, names: Sequence[str], values: Iterable[Sequence[Any]]
 ) -> None:
     """Insert many rows, each a sequence of the values of the columns ``names`` (a JSON
     column's value as the Python value, encoded here), in one go: ``COPY ... FROM STDIN``
     on PostgreSQL, one executemany of the driver on SQLite (values converted by the
-    columns' own SQLAlchemy types)."""
-    if not values:
-        return
+    columns' own SQLAlchemy types). ``values`` is read once, row by row: an iterator
+    costs no list of its own (on SQLite the converted rows are the one list)."""
     connection = session.connection()
     dialect = connection.dialect
     if dialect.name == "postgresql":
@@ -741,6 +740,8 @@ def insert_values(
                 out[n] = convert(out[n])
             row = out
         rows.append(tuple(row))
+    if not rows:
+        return
     placeholders = ", ".join("?" for _ in names)
     statement = f"INSERT INTO {table.name} ({', '.join(names)}) VALUES ({placeholders})"
     connection.exec_driver_sql(statement, rows)
@@ -768,7 +769,7 @@ def _copy_rows(
     cursor: Any,
     table: Table,
     names: Sequence[str],
-    rows: Sequence[Sequence[Any]],
+    rows: Iterable[Sequence[Any]],
     target: str | None = None,
 ) -> None:
     """``COPY table (names) FROM STDIN (FORMAT BINARY)`` of ``rows`` (into ``target`` if
@@ -1329,23 +1330,25 @@ def _iso(value: datetime) -> str:
     return value.isoformat()
 
 
+def _match_with_seq(row: Sequence[Any], seq: int) -> tuple[Any, ...]:
+    head, tail = row[_RESULT]
+    return (seq, *row[1:_RESULT], f"{head}{seq}{tail}", *row[_RESULT + 1 :])
+
+
 def with_seqs(
     seqs: Sequence[int],
     matches: Sequence[Sequence[Any]],
     participants: Sequence[Sequence[Any]],
     history: Sequence[Sequence[Any]],
-) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+) -> tuple[Iterator[tuple[Any, ...]], Iterator[tuple[Any, ...]], Iterator[tuple[Any, ...]]]:
     """Rows of :func:`write_recorded` with their seqs in place of their slots, and each
-    match's result document whole."""
-    seq_matches: list[tuple[Any, ...]] = []
-    for row in matches:
-        seq = seqs[row[0]]
-        head, tail = row[_RESULT]
-        seq_matches.append((seq, *row[1:_RESULT], f"{head}{seq}{tail}", *row[_RESULT + 1 :]))
-    seq_participants = [(seqs[row[0]], *row[1:]) for row in participants]
-    seq_history = [
+    match's result document whole: made row by row as they are written, so a batch's rows
+    are never held twice."""
+    seq_matches = (_match_with_seq(row, seqs[row[0]]) for row in matches)
+    seq_participants = ((seqs[row[0]], *row[1:]) for row in participants)
+    seq_history = (
         (*row[:_HISTORY_SEQ], seqs[row[_HISTORY_SEQ]], *row[_HISTORY_SEQ + 1 :]) for row in history
-    ]
+    )
     return seq_matches, seq_participants, seq_history
 
 
