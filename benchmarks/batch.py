@@ -1,7 +1,7 @@
 """Batch benchmark: the largest batches the limits let through, posted to a served worker.
 
     .venv/bin/python benchmarks/batch.py [--databases sqlite,postgresql]
-        [--shapes 1v1,1v1-shared,2x128,64x4,64x4-shared,ffa64] [--slots N]
+        [--shapes 1v1,1v1-shared,2x128,64x4,64x4-shared,ffa64,1v1-meta] [--slots N]
         [--algorithm trueskill] [--postgres postgresql://postgres@127.0.0.1:5432]
         [--format table|markdown]
 
@@ -26,7 +26,10 @@ body and rows the limits allow):
 - ``2x128``, ``64x4``: the fewest matches, 256 new players each, two teams of 128 or 64
   teams of 4 (message passing over 64 teams);
 - ``64x4-shared``: as many matches of the same 256 players;
-- ``ffa64``: free-for-alls of 64 new players (the most 64-team matches).
+- ``ffa64``: free-for-alls of 64 new players (the most 64-team matches);
+- ``1v1-meta``: one on one matches of new players, each with ``meta`` of just under 4 KB
+  of numbers, as many as the default body limit (16 MiB) lets through: the most parsed
+  JSON a request can hold.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from app.api import schemas  # noqa: E402
+from app.config import Settings  # noqa: E402
 from benchmarks.databases import fresh_database, print_table  # noqa: E402
 from benchmarks.http import (  # noqa: E402
     Server,
@@ -72,6 +76,7 @@ class Shape:
     teams: int
     size: int
     pool: int | None = None
+    meta: bool = False
 
     @property
     def players(self) -> int:
@@ -85,7 +90,12 @@ SHAPES = {
     "64x4": Shape(64, 4),
     "64x4-shared": Shape(64, 4, pool=256),
     "ffa64": Shape(64, 1),
+    "1v1-meta": Shape(2, 1, meta=True),
 }
+
+#: ``meta`` of just under ``MAX_META_BYTES`` as compact JSON, of the values that cost the
+#: most memory once parsed (a float object for every four bytes).
+META = {"samples": [0.5] * ((schemas.MAX_META_BYTES - 16) // 4)}
 
 
 def long_id(prefix: str, n: int) -> str:
@@ -94,9 +104,15 @@ def long_id(prefix: str, n: int) -> str:
 
 
 def batch_body(shape: Shape, slots: int, tag: str) -> tuple[bytes, int]:
-    """The body of the largest batch of ``shape`` within ``slots`` and ``MAX_BATCH``, and
-    its match count."""
+    """The body of the largest batch of ``shape`` within ``slots``, ``MAX_BATCH`` and the
+    default body limit, and its match count."""
     count = min(schemas.MAX_BATCH, slots // shape.players)
+    if shape.meta:
+        one, _ = batch_body(Shape(shape.teams, shape.size), shape.players, tag)
+        # A match's text, its meta and the comma before it, without the body's wrapper.
+        meta = len(',"meta":') + len(json.dumps(META, separators=(",", ":")))
+        per_match = len(one) - len('{"matches":[]}') + meta + 1
+        count = min(count, (Settings().max_body_bytes - len('{"matches":[]}')) // per_match)
     matches: list[dict[str, Any]] = []
     player = 0
     for m in range(count):
@@ -111,8 +127,11 @@ def batch_body(shape: Shape, slots: int, tag: str) -> tuple[bytes, int]:
         if shape.pool:
             player = (player + 1) % shape.pool  # a different pairing next time
         ranks = [(m + t) % shape.teams + 1 for t in range(shape.teams)]
-        matches.append({"match_id": long_id(f"{tag}m", m), "teams": teams, "ranks": ranks})
-    return json.dumps({"matches": matches}).encode(), count
+        match: dict[str, Any] = {"match_id": long_id(f"{tag}m", m), "teams": teams, "ranks": ranks}
+        if shape.meta:
+            match["meta"] = META
+        matches.append(match)
+    return json.dumps({"matches": matches}, separators=(",", ":")).encode(), count
 
 
 def _status_kb(pid: int) -> dict[str, int]:

@@ -24,6 +24,8 @@ from app.api.schemas import (
     ID_PATTERN,
     MAX_BATCH,
     MAX_BATCH_SLOTS,
+    MAX_ID_LENGTH,
+    MAX_PLAYERS,
     BatchResult,
     MatchBatch,
     MatchCreate,
@@ -40,6 +42,31 @@ router = APIRouter(prefix="/ladders/{ladder}/matches", tags=["matches"])
 MatchIdPath = Annotated[
     str, Path(min_length=1, max_length=128, pattern=ID_PATTERN, description="The match id.")
 ]
+
+
+BATCH_DESCRIPTION = f"""\
+Apply the matches in list order in one transaction: either every one is recorded or none.
+Each result is exactly what `POST .../matches` answers for that match; a match_id recorded
+before with the same body gives its stored result and is not applied again. The ratings
+equal posting the matches one by one.
+
+A batch has three bounds, each refused before any work is done:
+
+- at most {MAX_BATCH:,} matches, and at most {MAX_BATCH_SLOTS:,} player slots (each match's
+  players summed: {MAX_BATCH:,} one-on-one matches hold {2 * MAX_BATCH:,},
+  {MAX_BATCH_SLOTS // MAX_PLAYERS} matches of {MAX_PLAYERS} players hold
+  {MAX_BATCH_SLOTS // MAX_PLAYERS * MAX_PLAYERS:,}): past either, 422 naming the limit and
+  the number found;
+- the request body's size, `RATINGS_MAX_BODY_BYTES` (16 MiB by default): past it, 413. A
+  batch at the slot bound with player ids of {MAX_ID_LENGTH} characters is about 7 MB;
+  {MAX_BATCH:,} matches that each carry 4 KB of `meta` do not fit.
+
+Every batch within the bounds is recorded under the default settings. Measured at the bounds
+(`benchmarks/batch.py`, one worker, 2 shared cores): 2.5 to 10 seconds, answers of up to
+19 MB; the worker's memory peaked 80 to 150 MB above its resting size at the slot bound,
+240 to 270 MB with a 16 MiB body of `meta`, and came back to within about 45 MB of it
+afterwards. On SQLite the database takes one writer at a time: other writes wait for the batch.
+"""
 
 
 def _json(text: str, status_code: int) -> Response:
@@ -106,25 +133,11 @@ async def record_match(
     },
     summary=f"Record up to {MAX_BATCH:,} matches ({MAX_BATCH_SLOTS:,} players in all) in "
     "order, all or nothing (write)",
+    description=BATCH_DESCRIPTION,
 )
 async def record_batch(
     body: MatchBatch, ladder: LadderPath, access: WriteAccess, now: NowDep
 ) -> Response:
-    """Apply the matches in list order in one transaction: either every one is recorded or
-    none. Each result is exactly what `POST .../matches` answers for that match; a match_id
-    recorded before with the same body gives its stored result and is not applied again.
-    The ratings equal posting the matches one by one.
-
-    A batch has three bounds, each refused before any work is done: at most 10,000
-    matches and at most 50,000 player slots (each match's players summed: 10,000 one
-    on one matches hold 20,000; 195 matches of 256 players hold 49,920), both 422 naming
-    the limit and the number found, and the request body's size (413; 16 MiB by default,
-    `RATINGS_MAX_BODY_BYTES`), which a batch of 50,000 player ids of 128 characters fits
-    (about 7 MB) but 10,000 matches that each carry 4 KB of `meta` do not. Every batch
-    within the bounds is recorded under the default settings: at the slot bound it took
-    3 to 13 seconds (the database's work for 50,000 new players dominates), its answer is
-    about 17 MB, and the worker's memory peaked about 150 MB above its resting size and
-    returned to within about 40 MB of it afterwards."""
     results = await run(
         access,
         lambda session: recording.record_matches(
