@@ -62,9 +62,9 @@ A batch has three bounds, each refused before any work is done:
   {MAX_BATCH:,} matches that each carry 4 KB of `meta` do not fit.
 
 Every batch within the bounds is recorded under the default settings. Measured at the bounds
-(`benchmarks/batch.py`, one worker, 2 shared cores): 2.5 to 10 seconds, answers of up to
+(`benchmarks/batch.py`, one worker, 2 shared cores): 1.2 to 10 seconds, answers of up to
 19 MB; the worker's memory peaked 80 to 150 MB above its resting size at the slot bound,
-240 to 270 MB with a 16 MiB body of `meta`, and came back to within about 45 MB of it
+240 to 280 MB with a 16 MiB body of `meta`, and came back to within about 45 MB of it
 afterwards. On SQLite the database takes one writer at a time: other writes wait for the batch.
 """
 
