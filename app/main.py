@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import json
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
+import anyio.to_thread
 from fastapi import FastAPI
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -111,13 +113,46 @@ class BodyLimitMiddleware:
         replayed = False
 
         async def replay() -> Message:
-            nonlocal replayed
+            nonlocal replayed, body
             if not replayed:
                 replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
+                message: Message = {"type": "http.request", "body": body, "more_body": False}
+                body = b""  # the route's request holds it now, and lets it go when done
+                return message
             return await receive()
 
+        del chunks
         await self.app(scope, replay, send)
+        if size >= RELEASE_AFTER_BYTES:
+            await anyio.to_thread.run_sync(release_free_memory)
+
+
+#: A request body from this size on (a large batch) makes the worker hand the memory it
+#: freed back to the operating system once the request is answered.
+RELEASE_AFTER_BYTES = 1 << 20
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        trim: Callable[[int], int] = ctypes.CDLL(None).malloc_trim
+    except (AttributeError, OSError):  # not glibc
+        return None
+    return trim
+
+
+_MALLOC_TRIM = _malloc_trim()
+
+
+def release_free_memory() -> None:
+    """Return the heap's free pages to the operating system (glibc's ``malloc_trim``).
+
+    What a large request allocated is freed when it is answered, but glibc keeps freed
+    memory inside its heap for later use: after a batch of 50,000 player slots a worker
+    kept about 100 MB more than before it. A trim gives most of it back, in a few
+    milliseconds (in a thread, so the event loop does not wait). Elsewhere than glibc,
+    nothing."""
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
 
 
 def _json_problem(body: bytes) -> str | None:

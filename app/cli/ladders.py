@@ -14,7 +14,14 @@ from typing import Any, get_args
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
-from app.api.schemas import MAX_BATCH, MAX_PAGE, Algorithm, LadderCreate, LadderOut
+from app.api.schemas import (
+    MAX_BATCH,
+    MAX_BATCH_SLOTS,
+    MAX_PAGE,
+    Algorithm,
+    LadderCreate,
+    LadderOut,
+)
 from app.cli.base import CommandError, open_database, transaction
 from app.domain.jsontext import DuplicateKey, unique_keys
 from app.domain.ladders import LADDER_ID
@@ -209,7 +216,8 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "--chunk",
         type=int,
         default=MAX_BATCH,
-        help=f"matches per transaction, 1 to {MAX_BATCH:,} (the default)",
+        help=f"matches per transaction, 1 to {MAX_BATCH:,} (the default); a chunk also "
+        f"holds at most {MAX_BATCH_SLOTS:,} players in all, as a batch does",
     )
     load.add_argument(
         "--progress",

@@ -35,7 +35,7 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 from tqdm import tqdm
 
-from app.api.schemas import MAX_BATCH, MatchCreate
+from app.api.schemas import MAX_BATCH, MAX_BATCH_SLOTS, MatchCreate
 from app.domain.ladders import LADDER_ID
 from app.errors import ProblemError
 from app.services.recording import (
@@ -113,8 +113,10 @@ def _detail(exc: ValidationError) -> str:
 
 
 def _chunks(lines: TextIO, size: int) -> Iterator[list[tuple[int, MatchCreate]]]:
-    """Parsed bodies with their line numbers, ``size`` at a time; blank lines are skipped."""
+    """Parsed bodies with their line numbers, ``size`` at a time, and fewer where more would
+    pass a batch's bound of player slots (``MAX_BATCH_SLOTS``); blank lines are skipped."""
     chunk: list[tuple[int, MatchCreate]] = []
+    slots = 0
     number = 0
     while True:
         try:
@@ -127,16 +129,22 @@ def _chunks(lines: TextIO, size: int) -> Iterator[list[tuple[int, MatchCreate]]]
         if not line.strip():
             continue
         try:
-            chunk.append((number, MatchCreate.model_validate_json(line)))
+            body = MatchCreate.model_validate_json(line)
         except ValidationError as exc:
             first = chunk[0][0] if chunk else number
             lines_of_chunk = f"lines {first}-{number}" if first < number else f"line {number}"
             raise ImportFailed(
                 f"line {number}: {_detail(exc)} (nothing of {lines_of_chunk} was written)"
             ) from None
+        players = sum(len(team) for team in body.teams)
+        if chunk and slots + players > MAX_BATCH_SLOTS:
+            yield chunk
+            chunk, slots = [], 0
+        chunk.append((number, body))
+        slots += players
         if len(chunk) == size:
             yield chunk
-            chunk = []
+            chunk, slots = [], 0
     if chunk:
         yield chunk
 

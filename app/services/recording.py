@@ -532,7 +532,7 @@ def _ladder_of(ladder_id: str, algorithm: str, params: str) -> tuple[Ladder, Lad
     return ladder, ladder_config(ladder)
 
 
-#: How many players :data:`_rated` holds at most (then it starts afresh): a few MB.
+#: How many players :data:`_rated` holds at most (then it starts afresh): about 4 MB.
 RATED_HINTS = 50_000
 
 #: Hashes of (ladder, player) pairs this process has found rated: a hint only. A group of
@@ -673,9 +673,13 @@ def _lock_players(
                 session=session, ladder_id=ladder_id, player_ids=entry.players
             )
         locked[ladder_id] = states
-    if len(_rated) > RATED_HINTS:
+    # Bounded whatever a group or batch holds: a batch of new players must not leave the
+    # process holding a hint for each of them.
+    hints = [hash((ladder_id, p)) for ladder_id in work for p in work[ladder_id].players]
+    if len(_rated) + len(hints) > RATED_HINTS:
         _rated.clear()
-    _rated.update(hash((ladder_id, p)) for ladder_id in work for p in work[ladder_id].players)
+    if len(hints) <= RATED_HINTS:
+        _rated.update(hints)
     return locked
 
 

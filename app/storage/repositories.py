@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from functools import cache
 from typing import Any, Literal, NamedTuple, cast
@@ -33,6 +33,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.expression import Executable
@@ -192,9 +193,9 @@ def insert_missing_ratings(
         }
         for player_id in missing
     ]
-    if rows:
-        # executemany: SQLAlchemy batches the rows into multi-row INSERTs of bounded size.
-        session.execute(insert(PlayerRating), rows)
+    # One executemany of the driver (the ORM's bulk insert cost a batch of 50,000 new
+    # players a second of Python).
+    insert_rows(session=session, table=cast(Table, PlayerRating.__table__), rows=rows)
     return missing
 
 
@@ -325,7 +326,7 @@ def _update_through_copy(
             connection.connection.cursor(),
             table,
             names,
-            [tuple([row[name] for name in names]) for row in rows],
+            (tuple([row[name] for name in names]) for row in rows),
             target=scratch,
         )
     except dialect.loaded_dbapi.Error as exc:
@@ -386,9 +387,7 @@ def bulk_update(
         return
     fixed = tuple(where.values())
     order = values + list(keys)
-    converters = [
-        table.c[name].type.dialect_impl(dialect).bind_processor(dialect) for name in order
-    ]
+    converters = [_converter(table.c[name].type, dialect) for name in order]
     sql = (
         f"UPDATE {table.name} SET "
         + ", ".join(f"{name} = ?" for name in values)
@@ -716,14 +715,13 @@ def insert_rows(*, session: Session, table: Table, rows: Sequence[dict[str, Any]
 
 
 def insert_values(
-    *, session: Session, table: Table, names: Sequence[str], values: Sequence[Sequence[Any]]
+    *, session: Session, table: Table, names: Sequence[str], values: Iterable[Sequence[Any]]
 ) -> None:
     """Insert many rows, each a sequence of the values of the columns ``names`` (a JSON
     column's value as the Python value, encoded here), in one go: ``COPY ... FROM STDIN``
     on PostgreSQL, one executemany of the driver on SQLite (values converted by the
-    columns' own SQLAlchemy types)."""
-    if not values:
-        return
+    columns' own SQLAlchemy types). ``values`` is read once, row by row: an iterator
+    costs no list of its own (on SQLite the converted rows are the one list)."""
     connection = session.connection()
     dialect = connection.dialect
     if dialect.name == "postgresql":
@@ -740,7 +738,7 @@ def insert_values(
     converters = [
         (n, convert)
         for n, name in enumerate(names)
-        if (convert := table.c[name].type.dialect_impl(dialect).bind_processor(dialect)) is not None
+        if (convert := _converter(table.c[name].type, dialect)) is not None
     ]
     rows: list[tuple[Any, ...]] = []
     for row in values:
@@ -750,9 +748,34 @@ def insert_values(
                 out[n] = convert(out[n])
             row = out
         rows.append(tuple(row))
+    if not rows:
+        return
     placeholders = ", ".join("?" for _ in names)
     statement = f"INSERT INTO {table.name} ({', '.join(names)}) VALUES ({placeholders})"
     connection.exec_driver_sql(statement, rows)
+
+
+def _converter(column_type: TypeEngine[Any], dialect: Dialect) -> Callable[[Any], Any] | None:
+    """What the driver gets for a column's Python value: its type's bind processor (None:
+    the value as it is). A time's text is made once per distinct time and offset: the rows
+    of a batch share a few (its recorded_at, its matches' played_at), and formatting each
+    one cost a batch of 50,000 player slots over half a second on SQLite."""
+    convert = column_type.dialect_impl(dialect).bind_processor(dialect)
+    if convert is None or not isinstance(column_type, DateTime):
+        return convert
+    made: dict[tuple[datetime, Any], Any] = {}
+
+    def once(value: Any) -> Any:
+        if value is None:
+            return convert(value)
+        key = (value, value.tzinfo)
+        try:
+            return made[key]
+        except KeyError:
+            made[key] = out = convert(value)
+            return out
+
+    return once
 
 
 def _copy_type(column_type: TypeEngine[Any]) -> str:
@@ -777,7 +800,7 @@ def _copy_rows(
     cursor: Any,
     table: Table,
     names: Sequence[str],
-    rows: Sequence[Sequence[Any]],
+    rows: Iterable[Sequence[Any]],
     target: str | None = None,
 ) -> None:
     """``COPY table (names) FROM STDIN (FORMAT BINARY)`` of ``rows`` (into ``target`` if
@@ -1461,23 +1484,25 @@ def _iso(value: datetime) -> str:
     return value.isoformat()
 
 
+def _match_with_seq(row: Sequence[Any], seq: int) -> tuple[Any, ...]:
+    head, tail = row[_RESULT]
+    return (seq, *row[1:_RESULT], f"{head}{seq}{tail}", *row[_RESULT + 1 :])
+
+
 def with_seqs(
     seqs: Sequence[int],
     matches: Sequence[Sequence[Any]],
     participants: Sequence[Sequence[Any]],
     history: Sequence[Sequence[Any]],
-) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+) -> tuple[Iterator[tuple[Any, ...]], Iterator[tuple[Any, ...]], Iterator[tuple[Any, ...]]]:
     """Rows of :func:`write_recorded` with their seqs in place of their slots, and each
-    match's result document whole."""
-    seq_matches: list[tuple[Any, ...]] = []
-    for row in matches:
-        seq = seqs[row[0]]
-        head, tail = row[_RESULT]
-        seq_matches.append((seq, *row[1:_RESULT], f"{head}{seq}{tail}", *row[_RESULT + 1 :]))
-    seq_participants = [(seqs[row[0]], *row[1:]) for row in participants]
-    seq_history = [
+    match's result document whole: made row by row as they are written, so a batch's rows
+    are never held twice."""
+    seq_matches = (_match_with_seq(row, seqs[row[0]]) for row in matches)
+    seq_participants = ((seqs[row[0]], *row[1:]) for row in participants)
+    seq_history = (
         (*row[:_HISTORY_SEQ], seqs[row[_HISTORY_SEQ]], *row[_HISTORY_SEQ + 1 :]) for row in history
-    ]
+    )
     return seq_matches, seq_participants, seq_history
 
 

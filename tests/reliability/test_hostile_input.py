@@ -148,6 +148,13 @@ CASES: list[Any] = [
     pytest.param(
         "POST",
         "/v1/ladders/h/matches/batch",
+        json.dumps({"matches": [{"teams": [["a"] * 128, ["b"] * 128]}] * 196}).encode(),
+        422,
+        id="50176-player-slots-in-a-batch",
+    ),
+    pytest.param(
+        "POST",
+        "/v1/ladders/h/matches/batch",
         json.dumps({"matches": [GOOD, {**GOOD, "ranks": [1, "NaN"]}]}).encode(),
         422,
         id="batch-with-one-bad-match",

@@ -594,6 +594,25 @@ class MatchResult(BaseModel):
 
 #: The most matches one batch may hold (http-api.md "Limits").
 MAX_BATCH = 10_000
+#: The most player slots (players summed over its matches) one batch may hold: the work
+#: and the memory of a batch grow with its slots, not its matches (a match holds up to
+#: ``MAX_PLAYERS``). Chosen by measurement (benchmarks/batch.py): the largest batches within
+#: both bounds take a few seconds on either database, far inside PostgreSQL's default
+#: statement timeout and SQLite's busy timeout, and a worker's memory peaks about 150 MB
+#: above its resting size.
+MAX_BATCH_SLOTS = 50_000
+
+
+def batch_slots(matches: list[Any]) -> int:
+    """The player slots of a batch's matches as they arrived (not validated yet): the
+    players of each match's ``teams`` summed; whatever is not a list of lists counts 0
+    (validation names it afterwards)."""
+    slots = 0
+    for match in matches:
+        teams = match.get("teams") if isinstance(match, dict) else None
+        if isinstance(teams, list):
+            slots += sum(len(team) for team in teams if isinstance(team, list))
+    return slots
 
 
 class MatchBatch(RequestBody):
@@ -616,10 +635,30 @@ class MatchBatch(RequestBody):
     matches: list[MatchCreate] = Field(
         min_length=1,
         max_length=MAX_BATCH,
-        description=f"1 to {MAX_BATCH:,} match bodies, applied in this order. A match_id "
+        description=f"1 to {MAX_BATCH:,} match bodies holding at most {MAX_BATCH_SLOTS:,} "
+        "players in all (each match's players summed), applied in this order. A match_id "
         "recorded before with the same body is returned as stored and not applied again; "
         "with another body the batch is refused (409); a match_id twice in one batch is 422.",
     )
+
+    @field_validator("matches", mode="before")
+    @classmethod
+    def _within_bounds(cls, matches: Any) -> Any:
+        # On the parsed JSON, before a match is validated: a batch past a bound costs no
+        # more than counting it.
+        if not isinstance(matches, list):
+            return matches
+        if len(matches) > MAX_BATCH:
+            raise ValueError(
+                f"matches: {len(matches)} matches, past the limit of {MAX_BATCH} matches in a batch"
+            )
+        slots = batch_slots(matches)
+        if slots > MAX_BATCH_SLOTS:
+            raise ValueError(
+                f"matches: {slots} player slots (players summed over the matches), past the "
+                f"limit of {MAX_BATCH_SLOTS} player slots in a batch"
+            )
+        return matches
 
 
 class BatchResult(BaseModel):
