@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import pickle
+import random
 
 import pytest
 from hypothesis import given, settings
@@ -21,6 +22,7 @@ from app.rating.glicko2 import (
     _new_volatility,
 )
 from app.rating.params import MAX_LENGTH, MAX_MEAN, MIN_LENGTH
+from app.rating.replay import MIN_FAST_MATCHES, ReplayMatch, replay
 
 PLAYER = (1500.0, 200.0, 0.06)
 OPPONENTS = [((1400.0, 30.0), 1.0), ((1550.0, 100.0), 0.0), ((1700.0, 300.0), 0.0)]
@@ -353,3 +355,37 @@ def test_the_defaults_are_glickmans() -> None:
     }
     assert g.rating() == VolatileRating(1500.0, 350.0, 0.06)
     assert g.conservative(g.rating()) == 800.0
+
+
+def test_replay_equals_rating_match_by_match() -> None:
+    g = Glicko2(tau=0.7)
+    rng = random.Random(3)
+    size = 10
+    mu = [1500.0 + rng.uniform(-200, 200) for _ in range(size)]
+    sigma = [rng.uniform(40.0, 350.0) for _ in range(size)]
+    vol = [rng.uniform(0.03, 0.2) for _ in range(size)]
+    matches = []
+    for n in range(MIN_FAST_MATCHES * 2):
+        players = rng.sample(range(size), rng.choice([2, 3, 4]))
+        teams = [[p] for p in players] if len(players) < 4 else [players[:2], players[2:]]
+        ranks = [float(rng.randint(0, 2)) for _ in teams]
+        matches.append(ReplayMatch(teams=teams, ranks=ranks, day=float(n)))
+    result = replay(g, mu, sigma, matches, tau_per_day=4.0, volatility=vol)
+    table = [VolatileRating(m, s, v) for m, s, v in zip(mu, sigma, vol, strict=True)]
+    # The replay ages by tau_per_day as the model's own deviation_per_day does.
+    aged = Glicko2(tau=0.7, deviation_per_day=4.0)
+    last: dict[int, float] = {}
+    for match in matches:
+        teams = [
+            [aged.age(table[p], match.day - last[p]) if p in last else table[p] for p in team]
+            for team in match.teams
+        ]
+        new = aged.rate(teams, ranks=match.ranks)
+        for team, rated in zip(match.teams, new, strict=True):
+            for p, r in zip(team, rated, strict=True):
+                table[p] = r
+                last[p] = match.day
+    assert result.volatility is not None and result.after_volatility is not None
+    assert result.mu.tolist() == [r.mu for r in table]
+    assert result.sigma.tolist() == [r.sigma for r in table]
+    assert result.volatility.tolist() == [r.volatility for r in table]
