@@ -407,8 +407,25 @@ class Glicko2:
     ) -> tuple[VolatileRating, VolatileRating]:
         """New (winner, loser) ratings after one game, each its own rating period;
         ``drawn`` scores it 1/2 each. The same numbers as ``rate([[winner], [loser]])``."""
-        ra, rda, va = self._unpack("winner", winner)
-        rb, rdb, vb = self._unpack("loser", loser)
+        if type(winner) is VolatileRating and type(loser) is VolatileRating:
+            # The common case read directly; anything out of range takes _unpack's checks.
+            ra, rda = winner
+            rb, rdb = loser
+            va = winner._volatility
+            vb = loser._volatility
+            if not (
+                -MAX_ABS_RATING <= ra <= MAX_ABS_RATING
+                and -MAX_ABS_RATING <= rb <= MAX_ABS_RATING
+                and 0.0 < rda <= MAX_ABS_RATING
+                and 0.0 < rdb <= MAX_ABS_RATING
+                and MIN_VOLATILITY <= va <= MAX_VOLATILITY
+                and MIN_VOLATILITY <= vb <= MAX_VOLATILITY
+            ):
+                ra, rda, va = self._unpack("winner", winner)
+                rb, rdb, vb = self._unpack("loser", loser)
+        else:
+            ra, rda, va = self._unpack("winner", winner)
+            rb, rdb, vb = self._unpack("loser", loser)
         phi2a = (rda * _Q) ** 2
         phi2b = (rdb * _Q) ** 2
         ga = 1.0 / _sqrt(1.0 + _G3 * phi2b)  # g of the winner's opponent
@@ -445,16 +462,21 @@ class Glicko2:
         other team's composite opponent (module docstring), partial play scaling the
         player's games; a player of weight 0 has an empty period.
         """
+        if weights is None and len(teams) == 2 and len(teams[0]) == 1 and len(teams[1]) == 1:
+            # One on one: rate_1vs1 checks the two ratings (errors named "teams" here).
+            ra, rb = outcome_ranks(2, ranks, scores)
+            try:
+                if rb < ra:
+                    b, a = self.rate_1vs1(teams[1][0], teams[0][0])
+                else:
+                    a, b = self.rate_1vs1(teams[0][0], teams[1][0], drawn=ra == rb)
+            except RatingInputError:
+                check_teams(teams, bayesian=True)
+                raise
+            return [[a], [b]]
         check_teams(teams, bayesian=True)
         team_ranks = outcome_ranks(len(teams), ranks, scores)
         ws = check_weights(teams, weights)
-        if ws is None and len(teams) == 2 and len(teams[0]) == 1 and len(teams[1]) == 1:
-            ra, rb = team_ranks
-            if rb < ra:
-                b, a = self.rate_1vs1(teams[1][0], teams[0][0])
-            else:
-                a, b = self.rate_1vs1(teams[0][0], teams[1][0], drawn=ra == rb)
-            return [[a], [b]]
         players = [[self._unpack(f"teams[{j}]", p) for p in team] for j, team in enumerate(teams)]
         composites = _composites(players, ws)
         out: list[list[Rating]] = []
