@@ -488,6 +488,7 @@ def _match_rows(
         after=after,
         offset=offset,
         meta=incoming.body.meta,
+        volatility=volatility,
     )
     match_rows.append(
         (

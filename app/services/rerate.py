@@ -140,6 +140,7 @@ def _rewrites(
                         after=after,
                         offset=offset,
                         meta=row.request.get("meta"),
+                        volatility=volatility,
                     ),
                     row.seq,
                 ),
@@ -278,8 +279,10 @@ def _replay_scope(
             )
             match_updates.extend(rows)
             history_updates.extend(history)
-        for player, (mu, sigma) in pseudonym_seeds.get(cut, {}).items():
+        for player, (mu, sigma, volatility) in pseudonym_seeds.get(cut, {}).items():
             table.mu[table.index[player]], table.sigma[table.index[player]] = mu, sigma or 0.0
+            if table.volatility is not None and volatility is not None:
+                table.volatility[table.index[player]] = volatility
         if cut in seeds_before:
             apply_seeds(seeds_before[cut])
         begin = cut
@@ -391,15 +394,15 @@ def void_match(
             first_row[row.player_id] = row.id
             start[row.player_id] = (row.mu_before, row.sigma_before)
             start_volatility[row.player_id] = row.volatility_before
-    start.update(
-        erasure.pseudonym_starts(
-            session=session,
-            reached=reached,
-            voided_seq=seq,
-            voided_request=match.request,
-            joined=joined,
-        )
-    )
+    for player, (mu, sigma, volatility) in erasure.pseudonym_starts(
+        session=session,
+        reached=reached,
+        voided_seq=seq,
+        voided_request=match.request,
+        joined=joined,
+    ).items():
+        start[player] = (mu, sigma)
+        start_volatility[player] = volatility
     # From each player's first re-rated row on (the voided match's own rows are not
     # re-rated: they are deleted below).
     scoped_history = [

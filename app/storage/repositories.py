@@ -1191,6 +1191,7 @@ class ChangeRow(NamedTuple):
     match_seq: int | None
     mu_after: float
     sigma_after: float | None
+    volatility_after: float | None
 
 
 def player_changes(*, session: Session, ladder_id: str, player_id: str) -> list[ChangeRow]:
@@ -1201,6 +1202,7 @@ def player_changes(*, session: Session, ladder_id: str, player_id: str) -> list[
             RatingHistory.match_seq,
             RatingHistory.mu_after,
             RatingHistory.sigma_after,
+            RatingHistory.volatility_after,
         )
         .where(RatingHistory.ladder_id == ladder_id, RatingHistory.player_id == player_id)
         .order_by(RatingHistory.id)

@@ -55,7 +55,14 @@ def test_a_match_is_rated_as_the_core_rates_it(client: TestClient) -> None:
     model = Glicko2(**PARAMS)
     a, b = model.rate_1vs1(model.rating(), model.rating())
     after = [team["players"][0]["after"] for team in result["teams"]]
-    assert after[0] == {"mu": a.mu, "sigma": a.sigma, "conservative": a.mu - 2.5 * a.sigma}
+    assert after[0] == {
+        "mu": a.mu,
+        "sigma": a.sigma,
+        "conservative": a.mu - 2.5 * a.sigma,
+        "volatility": a.volatility,
+    }
+    before = result["teams"][0]["players"][0]["before"]
+    assert before["volatility"] == 0.06
     assert after[1]["mu"] == b.mu and after[1]["sigma"] == b.sigma
     assert result["quality"] == model.quality([[model.rating()], [model.rating()]])
     shown = _player(client, "g", "a")

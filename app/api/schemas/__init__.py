@@ -104,7 +104,8 @@ def parse_time(value: Any, field: str) -> datetime:
 
 
 class RatingOut(BaseModel):
-    """A belief: mean, standard deviation (null for Elo) and mu - k sigma."""
+    """A belief: mean, standard deviation (null for Elo) and mu - k sigma. In a Glicko-2
+    match result, before and after also give the player's `volatility`."""
 
     model_config = ConfigDict(
         json_schema_extra={
