@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from app.rating import Elo, PlackettLuce, Rating, TrueSkill
+from app.rating import Elo, Glicko2, PlackettLuce, Rating, TrueSkill, VolatileRating
 
 SHAPES: dict[str, list[int]] = {
     "1v1": [1, 1],
@@ -61,14 +61,20 @@ def best_rate(fn: Callable[[], int], seconds: float) -> float:
     return best
 
 
-def as_rating(mu: float, sigma: float, elo: bool) -> Rating:
-    """A benchmark rating; Elo ratings are put on the 1500 scale with no sigma."""
+def as_rating(mu: float, sigma: float, elo: bool, glicko2: bool = False) -> Rating:
+    """A benchmark rating; Elo ratings are put on the 1500 scale with no sigma, Glicko-2
+    ratings on the 1500 scale with RD 30 to 240 and volatility 0.06."""
+    if glicko2:
+        return VolatileRating(1500.0 + (mu - 25.0) * 60.0, sigma * 30.0, 0.06)
     return Rating(mu * 60.0, 0.0) if elo else Rating(mu, sigma)
 
 
-def ours(model: Any, matches: list[Match], elo: bool = False) -> Callable[[], int]:
+def ours(
+    model: Any, matches: list[Match], elo: bool = False, glicko2: bool = False
+) -> Callable[[], int]:
     prepared = [
-        ([[as_rating(mu, s, elo) for mu, s in t] for t in teams], ranks) for teams, ranks in matches
+        ([[as_rating(mu, s, elo, glicko2) for mu, s in t] for t in teams], ranks)
+        for teams, ranks in matches
     ]
     rate = model.rate
 
@@ -80,9 +86,11 @@ def ours(model: Any, matches: list[Match], elo: bool = False) -> Callable[[], in
     return run
 
 
-def ours_1vs1(model: Any, matches: list[Match], elo: bool = False) -> Callable[[], int]:
+def ours_1vs1(
+    model: Any, matches: list[Match], elo: bool = False, glicko2: bool = False
+) -> Callable[[], int]:
     prepared = [
-        (as_rating(*t[0][0], elo), as_rating(*t[1][0], elo), ranks[0] == ranks[1])
+        (as_rating(*t[0][0], elo, glicko2), as_rating(*t[1][0], elo, glicko2), ranks[0] == ranks[1])
         for t, ranks in matches
     ]
     rate = model.rate_1vs1
@@ -155,6 +163,8 @@ def main() -> None:
         rows.append(("PlackettLuce", shape_name, pl, "openskill", os_ref_rate))
         elo = best_rate(ours(Elo(), matches, elo=True), args.seconds)
         rows.append(("Elo", shape_name, elo, "", None))
+        glicko = best_rate(ours(Glicko2(), matches, glicko2=True), args.seconds)
+        rows.append(("Glicko2", shape_name, glicko, "", None))
         if shape_name == "1v1":
             rows.append(
                 (
@@ -179,6 +189,15 @@ def main() -> None:
                     "Elo.rate_1vs1",
                     shape_name,
                     best_rate(ours_1vs1(Elo(), matches, elo=True), args.seconds),
+                    "",
+                    None,
+                )
+            )
+            rows.append(
+                (
+                    "Glicko2.rate_1vs1",
+                    shape_name,
+                    best_rate(ours_1vs1(Glicko2(), matches, glicko2=True), args.seconds),
                     "",
                     None,
                 )

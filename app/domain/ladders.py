@@ -22,7 +22,12 @@ from app.rating.registry import check_parameters, make_model, parameters
 if TYPE_CHECKING:
     from app.storage.models import Ladder
 
-BAYESIAN = frozenset({"trueskill", "plackett_luce"})
+BAYESIAN = frozenset({"trueskill", "plackett_luce", "glicko2"})
+#: The algorithms whose ladders add ``LADDER_PARAMETERS`` to the model's; Glicko-2's model
+#: holds its own (``deviation_per_day``, ``conservative_k``).
+LADDER_LEVEL = frozenset({"trueskill", "plackett_luce"})
+#: The algorithms whose ratings carry a volatility (stored in ``ratings.volatility``).
+VOLATILE = frozenset({"glicko2"})
 #: What a model's arithmetic may raise on degenerate numbers besides RatingInputError.
 NUMERIC_ERRORS = (ArithmeticError, ValueError)
 #: The largest magnitude stored for mu or sigma (the schema's CHECK allows up to 1e308).
@@ -46,6 +51,8 @@ class LadderConfig:
     bayesian: bool
     tau_per_day: float
     conservative_k: float
+    #: The ratings carry a volatility (Glicko-2).
+    volatile: bool = False
 
     def conservative(self, rating: Rating) -> float:
         return rating.conservative(self.conservative_k) if self.bayesian else rating.mu
@@ -67,7 +74,7 @@ def _split_params(
     """The model's parameters and the ladder-level ones (with their defaults)."""
     model_params = dict(params)
     ladder_params: dict[str, float] = {}
-    if algorithm in BAYESIAN:
+    if algorithm in LADDER_LEVEL:
         for spec in LADDER_PARAMETERS:
             value = model_params.pop(spec.name, spec.default)
             ladder_params[spec.name] = float(value)
@@ -76,6 +83,16 @@ def _split_params(
 
 def ladder_config(ladder: Ladder) -> LadderConfig:
     model_params, ladder_params = _split_params(ladder.algorithm, ladder.params)
+    if ladder.algorithm in VOLATILE:
+        model = _model(ladder.algorithm, json.dumps(model_params, sort_keys=True))
+        params = model.params
+        return LadderConfig(
+            model=model,
+            bayesian=True,
+            tau_per_day=float(params["deviation_per_day"]),
+            conservative_k=float(params["conservative_k"]),
+            volatile=True,
+        )
     return LadderConfig(
         model=_model(ladder.algorithm, json.dumps(model_params, sort_keys=True)),
         bayesian=ladder.algorithm in BAYESIAN,
@@ -91,7 +108,7 @@ def full_params(algorithm: str, params: Mapping[str, int | float | str]) -> dict
         specs = parameters(algorithm)
     except RatingInputError as exc:
         raise InvalidInput(f"algorithm: {exc.message}") from None
-    ladder_specs = LADDER_PARAMETERS if algorithm in BAYESIAN else ()
+    ladder_specs = LADDER_PARAMETERS if algorithm in LADDER_LEVEL else ()
     known = {spec.name for spec in (*specs, *ladder_specs)}
     for name in params:
         if name not in known:
@@ -117,7 +134,7 @@ def full_params(algorithm: str, params: Mapping[str, int | float | str]) -> dict
 
 def parameter_table(algorithm: str) -> tuple[Parameter, ...]:
     """Every parameter a ladder of ``algorithm`` accepts: the model's, then the ladder's."""
-    return parameters(algorithm) + (LADDER_PARAMETERS if algorithm in BAYESIAN else ())
+    return parameters(algorithm) + (LADDER_PARAMETERS if algorithm in LADDER_LEVEL else ())
 
 
 def _probe(model: RatingModel) -> None:
@@ -150,7 +167,9 @@ BUCKETS_PER_ELO_SCALE = 128.0
 def bucket_width(algorithm: str, params: Mapping[str, float | str]) -> float:
     """The width of a new ladder's rating buckets (``rating_buckets``): a power of two, so
     dividing by it and its multiples are exact. It only tunes how fast a rank is found."""
-    if algorithm in BAYESIAN:
+    if algorithm in VOLATILE:
+        scale, per = params.get("deviation", 350.0), BUCKETS_PER_SIGMA
+    elif algorithm in BAYESIAN:
         scale, per = params.get("sigma", 25.0 / 3.0), BUCKETS_PER_SIGMA
     else:
         scale, per = params.get("scale", 400.0), BUCKETS_PER_ELO_SCALE

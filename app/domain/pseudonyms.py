@@ -30,8 +30,9 @@ PREFIX = "erased/"
 #: The stored request's key for the seeded ratings a replay sets before the match.
 SEEDED = "seeded"
 
-#: A seeded rating as stored: mu, and sigma (None on an Elo ladder).
-Seed = tuple[float, float | None]
+#: A seeded rating as stored: mu, sigma (None on an Elo ladder) and the volatility (a
+#: Glicko-2 ladder's; None elsewhere, and then not written).
+Seed = tuple[float, float | None, float | None]
 
 
 def new_pseudonym() -> str:
@@ -56,8 +57,13 @@ def pseudonymised_request(
     out = dict(request)
     out["teams"] = _renamed(request["teams"], old, new)
     if seed is not None:
-        out[SEEDED] = {**request.get(SEEDED, {}), new: list(seed)}
+        out[SEEDED] = {**request.get(SEEDED, {}), new: _stored(seed)}
     return out
+
+
+def _stored(seed: Seed) -> list[float | None]:
+    """A seed as the request keeps it: [mu, sigma], and the volatility where there is one."""
+    return list(seed) if seed[2] is not None else [seed[0], seed[1]]
 
 
 def pseudonymised_result(document: str, *, old: str, new: str) -> str:
@@ -74,7 +80,11 @@ def pseudonymised_result(document: str, *, old: str, new: str) -> str:
 def seeds_of(request: Mapping[str, Any]) -> dict[str, Seed]:
     """The seeded ratings a replay sets before this match (pseudonyms only)."""
     return {
-        player: (float(value[0]), None if value[1] is None else float(value[1]))
+        player: (
+            float(value[0]),
+            None if value[1] is None else float(value[1]),
+            float(value[2]) if len(value) > 2 and value[2] is not None else None,
+        )
         for player, value in request.get(SEEDED, {}).items()
     }
 
@@ -82,4 +92,4 @@ def seeds_of(request: Mapping[str, Any]) -> dict[str, Seed]:
 def with_seeds(request: Mapping[str, Any], seeds: Mapping[str, Seed]) -> dict[str, Any]:
     """``request`` with ``seeds`` added to those it keeps (its own win: they are later)."""
     kept = request.get(SEEDED, {})
-    return {**request, SEEDED: {**{p: list(s) for p, s in seeds.items()}, **kept}}
+    return {**request, SEEDED: {**{p: _stored(s) for p, s in seeds.items()}, **kept}}

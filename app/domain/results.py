@@ -30,9 +30,18 @@ def _json_time(moment: datetime) -> str:
     return _string(rfc3339(moment))
 
 
-def _out(config: LadderConfig, mu: float, sigma: float) -> dict[str, float | None]:
+def _out(
+    config: LadderConfig, mu: float, sigma: float, volatility: float | None = None
+) -> dict[str, float | None]:
     if config.bayesian:
-        return {"mu": mu, "sigma": sigma, "conservative": mu - config.conservative_k * sigma}
+        out: dict[str, float | None] = {
+            "mu": mu,
+            "sigma": sigma,
+            "conservative": mu - config.conservative_k * sigma,
+        }
+        if volatility is not None:
+            out["volatility"] = volatility
+        return out
     return {"mu": mu, "sigma": None, "conservative": mu}
 
 
@@ -57,11 +66,13 @@ def result_parts(
     after: tuple[list[float], list[float]],
     offset: int,
     meta: dict[str, Any] | None,
+    volatility: tuple[list[float], list[float]] | None = None,
 ) -> tuple[str, str]:
     """The match result (``schemas.MatchResult``) as JSON text, without its seq: the text
     before the seq's digits and the text after them (:func:`with_seq` joins them; the
     database may draw the seq as it stores the match). ``before`` and ``after`` are
-    (mu, sigma) lists over all participants, this match's starting at ``offset``. A match
+    (mu, sigma) lists over all participants, this match's starting at ``offset``; on a
+    Glicko-2 ladder ``volatility`` (before, after) adds each side's volatility. A match
     counts when it is rated: voiding rewrites its document (``app.services.rerate``).
 
     The text is written directly, number by number (``repr``, as the ``json`` encoder
@@ -72,6 +83,7 @@ def result_parts(
     k_sigma = config.conservative_k
     mu_b, sigma_b = before
     mu_a, sigma_a = after
+    vol_b, vol_a = volatility if volatility is not None else ([], [])
     check = quality
     team_docs = []
     k = offset
@@ -81,7 +93,19 @@ def result_parts(
         for i, player in enumerate(team):
             weight = team_weights[i] if team_weights is not None else 1.0
             mb, ma = mu_b[k], mu_a[k]
-            if bayesian:
+            if volatility is not None:
+                sb, sa = sigma_b[k], sigma_a[k]
+                cb, ca = mb - k_sigma * sb, ma - k_sigma * sa
+                vb, va = vol_b[k], vol_a[k]
+                check += weight + mb + sb + cb + ma + sa + ca + vb + va
+                players.append(
+                    f'{{"player_id":{_string(player)},"weight":{weight!r},'
+                    f'"before":{{"mu":{mb!r},"sigma":{sb!r},"conservative":{cb!r},'
+                    f'"volatility":{vb!r}}},'
+                    f'"after":{{"mu":{ma!r},"sigma":{sa!r},"conservative":{ca!r},'
+                    f'"volatility":{va!r}}}}}'
+                )
+            elif bayesian:
                 sb, sa = sigma_b[k], sigma_a[k]
                 cb, ca = mb - k_sigma * sb, ma - k_sigma * sa
                 check += weight + mb + sb + cb + ma + sa + ca
@@ -114,6 +138,7 @@ def result_parts(
             after=after,
             offset=offset,
             meta=meta,
+            volatility=volatility,
         )
     # The keys in the schema's order: match_id, ladder, seq, then the rest.
     return (
@@ -140,6 +165,7 @@ def _encoded_result_parts(
     after: tuple[list[float], list[float]],
     offset: int,
     meta: dict[str, Any] | None,
+    volatility: tuple[list[float], list[float]] | None = None,
 ) -> tuple[str, str]:
     """:func:`result_parts` through the ``json`` encoder, from the document as dicts: what
     it writes for numbers that are not finite, and what the tests hold it to."""
@@ -152,8 +178,12 @@ def _encoded_result_parts(
                 {
                     "player_id": player,
                     "weight": weights[j][i] if weights is not None else 1.0,
-                    "before": _out(config, before[0][k], before[1][k]),
-                    "after": _out(config, after[0][k], after[1][k]),
+                    "before": _out(
+                        config, before[0][k], before[1][k], volatility[0][k] if volatility else None
+                    ),
+                    "after": _out(
+                        config, after[0][k], after[1][k], volatility[1][k] if volatility else None
+                    ),
                 }
             )
             k += 1

@@ -33,19 +33,28 @@ _TRUESKILL: Bounds = {
     "draw_probability": (0.0, 0.9, False),
 }
 _PLACKETT_LUCE: Bounds = {"beta": (0.25, 25.0, True), "tau": (0.0, 2.0, False)}
+#: Glicko-2: the paper's advised tau of 0.3 to 1.2 widened, and the prior's RD and volatility.
+_GLICKO2: Bounds = {
+    "tau": (0.1, 2.0, True),
+    "deviation": (50.0, 700.0, True),
+    "volatility": (0.01, 0.5, True),
+}
 
 
 def fitted_bounds(name: str) -> Bounds:
     """The parameters fitted for an algorithm or preset and their ranges.
 
-    TrueSkill: beta, tau, draw_probability; Plackett-Luce: beta, tau; the Elo family:
-    k_factor, from 1/20 to 8 times the configuration's own.
+    TrueSkill: beta, tau, draw_probability; Plackett-Luce: beta, tau; Glicko-2: tau and
+    the prior's deviation and volatility; the Elo family: k_factor, from 1/20 to 8 times
+    the configuration's own.
     """
     algorithm, params = resolve(name)
     if algorithm == "trueskill":
         return dict(_TRUESKILL)
     if algorithm == "plackett_luce":
         return dict(_PLACKETT_LUCE)
+    if algorithm == "glicko2":
+        return dict(_GLICKO2)
     k = float(params.get("k_factor", 32.0))
     return {"k_factor": (k / 20.0, k * 8.0, True)}
 

@@ -1,6 +1,6 @@
 """Named algorithm configurations for evaluation.
 
-A name is either a ladder algorithm (``trueskill``, ``plackett_luce``, ``elo``) at its
+A name is either a ladder algorithm (``trueskill``, ``plackett_luce``, ``elo``, ``glicko2``) at its
 defaults or one of these presets of the Elo family:
 
 - ``elo-paper``: the Elo the TrueSkill paper compares against (section 4.1): Gaussian

@@ -30,6 +30,60 @@ class Rating(NamedTuple):
         """The conservative skill estimate mu - k * sigma (the paper's leaderboard value)."""
         return self.mu - k * self.sigma
 
+    @property
+    def volatility(self) -> float | None:
+        """The Glicko-2 volatility sigma of a ``VolatileRating``; ``None`` for every other."""
+        return None
+
+
+class VolatileRating(Rating):
+    """A ``Rating`` that also carries a Glicko-2 volatility (Glickman's sigma, > 0).
+
+    It is still the pair (mu, sigma) as a tuple, so every model and every caller that
+    unpacks or indexes a ``Rating`` sees the same two numbers; the volatility rides along
+    as an attribute. Only Glicko-2 makes these, so ``Rating`` itself stays the plain
+    two-field tuple the other models build in their hot paths. Equal when mu, sigma and
+    the volatility are equal.
+    """
+
+    _volatility: float
+
+    def __new__(cls, mu: float, sigma: float, volatility: float) -> VolatileRating:
+        self = tuple.__new__(cls, (mu, sigma))
+        self._volatility = volatility
+        return self
+
+    @property
+    def volatility(self) -> float:
+        return self._volatility
+
+    def __repr__(self) -> str:
+        return f"VolatileRating(mu={self[0]!r}, sigma={self[1]!r}, volatility={self._volatility!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, VolatileRating):
+            return tuple.__eq__(self, other) and self._volatility == other._volatility
+        return False
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return hash((self[0], self[1], self._volatility))
+
+    def __getnewargs__(self) -> tuple[float, float, float]:
+        return (self[0], self[1], self._volatility)
+
+    def __getstate__(self) -> None:
+        return None
+
+    def _replace(self, **changes: float) -> VolatileRating:
+        return VolatileRating(
+            changes.get("mu", self[0]),
+            changes.get("sigma", self[1]),
+            changes.get("volatility", self._volatility),
+        )
+
 
 class RatingInputError(ValueError):
     """Invalid input to a rating model; ``argument`` names the offending argument."""
@@ -163,7 +217,7 @@ def age(rating: Rating, tau_per_day: float, days: float) -> Rating:
 class RatingModel(Protocol):
     """What every model offers; the service, the command line and users call exactly this."""
 
-    #: The model's name as ladders spell it: "trueskill", "plackett_luce" or "elo".
+    #: The model's name as ladders spell it: "trueskill", "plackett_luce", "elo" or "glicko2".
     name: str
 
     @property

@@ -9,7 +9,7 @@ from app.rating.base import RatingInputError, RatingModel
 from app.rating.params import Parameter
 
 #: The algorithms a ladder may use.
-ALGORITHMS = ("trueskill", "plackett_luce", "elo")
+ALGORITHMS = ("trueskill", "plackett_luce", "elo", "glicko2")
 
 
 def make_model(algorithm: str, params: Mapping[str, Any] | None = None) -> RatingModel:
@@ -30,6 +30,10 @@ def make_model(algorithm: str, params: Mapping[str, Any] | None = None) -> Ratin
         from app.rating.elo import Elo
 
         cls = Elo
+    elif algorithm == "glicko2":
+        from app.rating.glicko2 import Glicko2
+
+        cls = Glicko2
     else:
         raise RatingInputError("algorithm", f"must be one of {', '.join(ALGORITHMS)}")
     try:
@@ -53,6 +57,10 @@ def parameters(algorithm: str) -> tuple[Parameter, ...]:
         from app.rating import elo
 
         return elo.PARAMETERS
+    if algorithm == "glicko2":
+        from app.rating import glicko2
+
+        return glicko2.PARAMETERS
     raise RatingInputError("algorithm", f"must be one of {', '.join(ALGORITHMS)}")
 
 

@@ -41,6 +41,7 @@ from app.rating.base import (
     RatingInputError,
     RatingModel,
     Teams,
+    VolatileRating,
     age,
     check_positive,
     check_weights,
@@ -102,6 +103,8 @@ class ReplayResult:
     participant, in match order, then team order, then player order; "before" is the
     stored rating the match started from (before ageing), "after" the rating it left.
     ``quality``: ``model.quality`` of each match on the aged ratings, when asked for.
+    ``volatility``, ``before_volatility``, ``after_volatility``: the same for the
+    volatility of a model that keeps one (Glicko-2), else ``None``.
     """
 
     mu: FloatArray
@@ -112,6 +115,9 @@ class ReplayResult:
     after_mu: FloatArray
     after_sigma: FloatArray
     quality: FloatArray | None
+    volatility: FloatArray | None = None
+    before_volatility: FloatArray | None = None
+    after_volatility: FloatArray | None = None
 
 
 def _table(name: str, values: npt.ArrayLike, size: int | None) -> FloatArray:
@@ -169,8 +175,13 @@ def replay(
     tau_per_day: float = 0.0,
     last_day: npt.ArrayLike | None = None,
     with_quality: bool = False,
+    volatility: npt.ArrayLike | None = None,
 ) -> ReplayResult:
     """Rate ``matches`` in order over the table (``mu``, ``sigma``, ``last_day``).
+
+    A model with a volatility (Glicko-2) also reads and leaves the table's ``volatility``
+    (``None``: every player at the model's prior volatility); its ratings enter
+    ``model.rate`` as ``VolatileRating``, one match at a time.
 
     Before each match every participant of a Bayesian model (not Elo, whose tables carry
     sigma 0.0) is aged by ``age(rating, tau_per_day, day - last_day)`` (no ageing for a
@@ -199,6 +210,15 @@ def replay(
         if np.isinf(day_t).any():
             raise RatingInputError("last_day", "every value must be finite or NaN (never played)")
     tau_per_day = check_positive("tau_per_day", tau_per_day, allow_zero=True)
+    if model.name == "glicko2":
+        prior = model.rating().volatility
+        if volatility is None:
+            vol_t = np.full(size, prior, dtype=np.float64)
+        else:
+            vol_t = _table("volatility", volatility, size)
+        return _replay_one_by_one(
+            model, mu_t, sigma_t, day_t, matches, tau_per_day, with_quality, vol_t
+        )
     kernel = kernel_for(model)
     if kernel is not None and len(matches) >= MIN_FAST_MATCHES:
         try:
@@ -219,14 +239,20 @@ def _replay_one_by_one(
     matches: Sequence[ReplayMatch],
     tau_per_day: float,
     with_quality: bool,
+    vol_t: FloatArray | None = None,
 ) -> ReplayResult:
-    """The definition: every match through ``model.rate``, in order (updating the table)."""
+    """The definition: every match through ``model.rate``, in order (updating the table).
+
+    With ``vol_t`` (Glicko-2) each player enters as a ``VolatileRating`` and leaves its
+    new volatility in ``vol_t``."""
     size = mu_t.shape[0]
     ageing = model.name != "elo" and tau_per_day > 0.0
     before_mu: list[float] = []
     before_sigma: list[float] = []
     after_mu: list[float] = []
     after_sigma: list[float] = []
+    before_vol: list[float] = []
+    after_vol: list[float] = []
     quality: list[float] = []
     for index, match in enumerate(matches):
         players = _players(index, match, size)
@@ -245,6 +271,10 @@ def _replay_one_by_one(
                     last = float(day_t[p])
                     if not math.isnan(last):
                         r = age(r, tau_per_day, day - last)
+                if vol_t is not None:
+                    vol = float(vol_t[p])
+                    before_vol.append(vol)
+                    r = VolatileRating(r.mu, r.sigma, vol)
                 team.append(r)
             teams.append(team)
         try:
@@ -260,6 +290,16 @@ def _replay_one_by_one(
                 day_t[p] = day
                 after_mu.append(r.mu)
                 after_sigma.append(r.sigma)
+                if vol_t is not None:
+                    vol_t[p] = r.volatility
+                    after_vol.append(cast(float, r.volatility))
+    volatility = None
+    if vol_t is not None:
+        volatility = (
+            vol_t,
+            np.array(before_vol, dtype=np.float64),
+            np.array(after_vol, dtype=np.float64),
+        )
     return ReplayResult(
         mu=mu_t,
         sigma=sigma_t,
@@ -269,6 +309,9 @@ def _replay_one_by_one(
         after_mu=np.array(after_mu, dtype=np.float64),
         after_sigma=np.array(after_sigma, dtype=np.float64),
         quality=np.array(quality, dtype=np.float64) if with_quality else None,
+        volatility=None if volatility is None else volatility[0],
+        before_volatility=None if volatility is None else volatility[1],
+        after_volatility=None if volatility is None else volatility[2],
     )
 
 

@@ -95,7 +95,7 @@ def _seeds_before_matches(changes: Sequence[repositories.ChangeRow]) -> dict[int
     pending: Seed | None = None
     for change in changes:
         if change.match_seq is None:
-            pending = (change.mu_after, change.sigma_after)
+            pending = (change.mu_after, change.sigma_after, change.volatility_after)
         elif pending is not None:
             out[change.match_seq] = pending
             pending = None
@@ -116,9 +116,10 @@ def pseudonym_starts(
     voided_seq: int,
     voided_request: dict[str, Any],
     joined: dict[str, int],
-) -> dict[str, tuple[float, float | None]]:
+) -> dict[str, Seed]:
     """Where each pseudonym a void reaches starts: its ``before`` in the voided match's
-    result document, or in that of the match where it joined the re-rating."""
+    result document, or in that of the match where it joined the re-rating (mu, sigma,
+    and a Glicko-2 volatility)."""
     in_voided = set(_players(voided_request))
     where = {
         player: voided_seq if player in in_voided else joined[player]
@@ -126,12 +127,13 @@ def pseudonym_starts(
         if is_pseudonym(player)
     }
     documents = repositories.match_results(session=session, seqs=sorted(set(where.values())))
-    starts: dict[str, tuple[float, float | None]] = {}
+    starts: dict[str, Seed] = {}
     for player, seq in where.items():
         for team in json.loads(documents[seq])["teams"]:
             for entry in team["players"]:
                 if entry["player_id"] == player:
-                    starts[player] = (entry["before"]["mu"], entry["before"]["sigma"])
+                    before = entry["before"]
+                    starts[player] = (before["mu"], before["sigma"], before.get("volatility"))
     return starts
 
 

@@ -18,7 +18,9 @@ from app.api.schemas import (
 from app.domain.cursors import decode_cursor, encode_cursor
 from app.domain.ladders import (
     BAYESIAN,
+    LadderConfig,
     ladder_config,
+    parameter_table,
 )
 from app.domain.times import utc
 from app.errors import InvalidInput, NotFound
@@ -106,6 +108,7 @@ def _player_view(
         rank=ahead + 1,
         matches=row.matches,
         last_played_at=utc(row.last_played_at) if row.last_played_at else None,
+        volatility=row.volatility,
     )
 
 
@@ -130,6 +133,8 @@ def seed_player(
     prior = config.model.rating()
     if not config.bayesian and body.sigma is not None:
         raise InvalidInput("sigma: an Elo rating has no sigma; omit it")
+    if body.volatility is not None:
+        _check_volatility(config, body.volatility)
     # The ladder share-locked, as recording a match does: a re-rating holding it (void,
     # rebuild) reads every seed and rating of the ladder, so the seed waits for it.
     repositories.lock_ladder(session=session, ladder_id=ladder.id, share=True)
@@ -141,6 +146,7 @@ def seed_player(
         sigma=config.stored_sigma(prior),
         conservative=config.conservative(prior),
         now=now,
+        volatility=prior.volatility,
     )
     row = repositories.lock_rating(session=session, ladder_id=ladder.id, player_id=player_id)
     if row is None:  # inserted just above, in this transaction
@@ -148,10 +154,13 @@ def seed_player(
     old = rating_of(row)
     # Without a sigma a Bayesian rating keeps its own (the prior's for a new player).
     new = Rating(body.mu, body.sigma if body.sigma is not None else old.sigma)
+    old_volatility = row.volatility
     row.mu = new.mu
     row.sigma = config.stored_sigma(new)
     row.conservative = config.conservative(new)
     row.updated_at = now
+    if config.volatile and body.volatility is not None:
+        row.volatility = body.volatility
     repositories.add_history(
         session=session,
         entry=RatingHistory(
@@ -163,9 +172,21 @@ def seed_player(
             sigma_before=config.stored_sigma(old),
             mu_after=new.mu,
             sigma_after=config.stored_sigma(new),
+            volatility_before=old_volatility,
+            volatility_after=row.volatility,
         ),
     )
     return _player_view(session=session, ladder=ladder, row=row, own_writes=True)
+
+
+def _check_volatility(config: LadderConfig, volatility: float) -> None:
+    """A seeded volatility: Glicko-2 ladders only, in the range of the prior's."""
+    if not config.volatile:
+        raise InvalidInput("volatility: only a Glicko-2 rating has a volatility; omit it")
+    spec = next(spec for spec in parameter_table("glicko2") if spec.name == "volatility")
+    problem = spec.problem(volatility)
+    if problem is not None:
+        raise InvalidInput(f"volatility: {problem}")
 
 
 def player_history(

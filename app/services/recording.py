@@ -95,6 +95,8 @@ class RatingTable:
     mu: FloatArray
     sigma: FloatArray
     last_day: FloatArray
+    #: Glicko-2's volatilities; ``None`` for the other algorithms.
+    volatility: FloatArray | None = None
 
     def __post_init__(self) -> None:
         self.index = {player: n for n, player in enumerate(self.players)}
@@ -112,6 +114,15 @@ class Rated:
     after_sigma: FloatArray
     quality: FloatArray
     offsets: list[int]
+    #: Glicko-2's volatilities before and after; ``None`` for the other algorithms.
+    before_volatility: FloatArray | None = None
+    after_volatility: FloatArray | None = None
+
+    def volatility(self) -> tuple[list[float], list[float]] | None:
+        """The volatilities before and after as lists, or ``None``."""
+        if self.before_volatility is None or self.after_volatility is None:
+            return None
+        return self.before_volatility.tolist(), self.after_volatility.tolist()
 
 
 Label = Callable[[int], str]
@@ -191,11 +202,14 @@ def rate(
                 tau_per_day=config.tau_per_day,
                 last_day=table.last_day,
                 with_quality=True,
+                volatility=table.volatility,
             )
         except (RatingInputError, *NUMERIC_ERRORS):
             _locate_failure(ladder, config, table, part, label, start + begin)
             raise
         table.mu, table.sigma, table.last_day = result.mu, result.sigma, result.last_day
+        if config.volatile:
+            table.volatility = result.volatility
         for p, day in restore.items():
             table.last_day[p] = max(float(table.last_day[p]), day)
         pieces.append(result)
@@ -207,6 +221,8 @@ def rate(
         arrays = [getattr(piece, name) for piece in pieces]
         return np.concatenate(arrays) if arrays else np.empty(0)
 
+    volatile = config.volatile
+
     rated = Rated(
         before_mu=joined("before_mu"),
         before_sigma=joined("before_sigma"),
@@ -214,6 +230,8 @@ def rate(
         after_sigma=joined("after_sigma"),
         quality=joined("quality"),
         offsets=offsets,
+        before_volatility=joined("before_volatility") if volatile else None,
+        after_volatility=joined("after_volatility") if volatile else None,
     )
     _check_numbers(ladder, config, rated, label, start)
     return rated
@@ -230,6 +248,7 @@ def _locate_failure(
     """The replay of ``matches`` failed: replay them one at a time to name the match and
     raise its ``MatchRefused`` (the table is left as it was)."""
     mu, sigma, last_day = table.mu, table.sigma, table.last_day
+    volatility = table.volatility
     for n, one in enumerate(_replay_matches(config, table, matches)):
         try:
             result = replay(
@@ -239,6 +258,7 @@ def _locate_failure(
                 [one],
                 tau_per_day=config.tau_per_day,
                 last_day=last_day,
+                volatility=volatility,
             )
         except RatingInputError as exc:
             argument = exc.argument.split(".", 1)[1] if "." in exc.argument else exc.argument
@@ -247,7 +267,7 @@ def _locate_failure(
             ) from None
         except NUMERIC_ERRORS as exc:
             raise _refused(ladder, exc, label, start + n) from None
-        mu, sigma = result.mu, result.sigma
+        mu, sigma, volatility = result.mu, result.sigma, result.volatility
         last_day = np.fmax(result.last_day, last_day)
 
 
@@ -291,6 +311,7 @@ def history_rows(
     before: tuple[list[float], list[float]],
     after: tuple[list[float], list[float]],
     offset: int,
+    volatility: tuple[list[float], list[float]] | None = None,
 ) -> list[dict[str, Any]]:
     """The ``rating_history`` rows of one match, as dicts of :data:`HISTORY_COLUMNS`."""
     values: list[tuple[Any, ...]] = []
@@ -304,6 +325,7 @@ def history_rows(
         offset=offset,
         participants=[],
         history=values,
+        volatility=volatility,
     )
     return [dict(zip(repositories.HISTORY_COLUMNS, row, strict=True)) for row in values]
 
@@ -319,9 +341,11 @@ def _participant_values(
     offset: int,
     participants: list[tuple[Any, ...]],
     history: list[tuple[Any, ...]] | None = None,
+    volatility: tuple[list[float], list[float]] | None = None,
 ) -> None:
     """Append the ``participants`` rows (:data:`PARTICIPANT_COLUMNS`) of one match and, if
-    ``history`` is given, its ``rating_history`` rows (:data:`HISTORY_COLUMNS`), as tuples."""
+    ``history`` is given, its ``rating_history`` rows (:data:`HISTORY_COLUMNS`), as tuples;
+    ``volatility``: the volatilities before and after (Glicko-2), else NULL."""
     bayesian = config.bayesian
     mu_b, sigma_b = before
     mu_a, sigma_a = after
@@ -331,13 +355,14 @@ def _participant_values(
         for player in team:
             mb, ma = mu_b[k], mu_a[k]
             sb, sa = (sigma_b[k], sigma_a[k]) if bayesian else (None, None)
+            vb, va = (volatility[0][k], volatility[1][k]) if volatility else (None, None)
             participants.append((seq, player, ladder_id))
             if history is not None:
-                history.append((ladder_id, player, seq, played_at, mb, sb, ma, sa))
+                history.append((ladder_id, player, seq, played_at, mb, sb, ma, sa, vb, va))
             k += 1
 
 
-def _table_of(states: Sequence[repositories.RatingState]) -> RatingTable:
+def _table_of(config: LadderConfig, states: Sequence[repositories.RatingState]) -> RatingTable:
     """The rating table of locked ratings, in their (player id) order."""
     return RatingTable(
         players=[state.player_id for state in states],
@@ -350,6 +375,20 @@ def _table_of(states: Sequence[repositories.RatingState]) -> RatingTable:
             ],
             dtype=np.float64,
         ),
+        volatility=_volatility_of(config, states),
+    )
+
+
+def _volatility_of(
+    config: LadderConfig, states: Sequence[repositories.RatingState]
+) -> FloatArray | None:
+    """Glicko-2: the stored volatilities (a row without one: the prior's); else ``None``."""
+    if not config.volatile:
+        return None
+    prior = config.model.rating().volatility
+    return np.array(
+        [prior if state.volatility is None else state.volatility for state in states],
+        dtype=np.float64,
     )
 
 
@@ -428,6 +467,7 @@ def _match_rows(
     match_rows: list[tuple[Any, ...]],
     participants: list[tuple[Any, ...]],
     history: list[tuple[Any, ...]],
+    volatility: tuple[list[float], list[float]] | None = None,
 ) -> tuple[str, str]:
     """Append a rated match's row (:data:`MATCH_COLUMNS`), its participants and its history
     rows, with ``slot`` (its place among the rows) where its seq goes and its result
@@ -448,6 +488,7 @@ def _match_rows(
         after=after,
         offset=offset,
         meta=incoming.body.meta,
+        volatility=volatility,
     )
     match_rows.append(
         (
@@ -473,6 +514,7 @@ def _match_rows(
         offset=offset,
         participants=participants,
         history=history,
+        volatility=volatility,
     )
     return parts
 
@@ -497,6 +539,7 @@ def _rating_rows(
                     latest[player] = match.played_at
     mu = table.mu.tolist()
     sigma = table.sigma.tolist()
+    volatility = table.volatility.tolist() if table.volatility is not None else None
     rows = []
     for state in states:
         if state.player_id not in played:
@@ -515,6 +558,7 @@ def _rating_rows(
                 "matches": state.matches + played[state.player_id],
                 "last_played_at": newest if last is None or utc(last) < newest else last,
                 "updated_at": now,
+                "volatility": volatility[p] if volatility is not None else None,
             }
         )
     return rows
@@ -571,6 +615,7 @@ def _insert_ratings(
         sigma=config.stored_sigma(prior),
         conservative=config.conservative(prior),
         now=now,
+        volatility=prior.volatility,
     )
 
 
@@ -719,6 +764,7 @@ def _rate_each(
             mu=table.mu.copy(),
             sigma=table.sigma.copy(),
             last_day=table.last_day.copy(),
+            volatility=None if table.volatility is None else table.volatility.copy(),
         )
         try:
             rated = rate(
@@ -729,6 +775,7 @@ def _rate_each(
             del kept[exc.index]
             continue
         table.mu, table.sigma, table.last_day = trial.mu, trial.sigma, trial.last_day
+        table.volatility = trial.volatility
         return kept, planned, rated
 
 
@@ -786,13 +833,14 @@ def _rows(
             (r.rated.before_mu.tolist(), r.rated.before_sigma.tolist()),
             (r.rated.after_mu.tolist(), r.rated.after_sigma.tolist()),
             r.rated.quality.tolist(),
+            r.rated.volatility(),
         )
         for r in ladders
     ]
     rows = _Rows([], [], [], {}, [index for index, _, _ in order], [])
     for slot, (index, n, k) in enumerate(order):
         r = ladders[n]
-        before, after, quality = numbers[n]
+        before, after, quality, volatility = numbers[n]
         rows.parts.append(
             _match_rows(
                 config=r.config,
@@ -808,6 +856,7 @@ def _rows(
                 match_rows=rows.matches,
                 participants=rows.participants,
                 history=rows.history,
+                volatility=volatility,
             )
         )
     for r in ladders:
@@ -853,7 +902,7 @@ def record_group(*, session: Session, submitted: Sequence[Submitted]) -> list[An
     for ladder_id in sorted(work):
         entry = work[ladder_id]
         states = locked[ladder_id]
-        table = _table_of(states)
+        table = _table_of(entry.config, states)
         kept, planned, rated = _rate_each(entry, table, entry.incoming, answers)
         if entry.created:
             # Players created for matches that were all refused leave nothing behind.
@@ -957,7 +1006,7 @@ def _apply(
 ) -> list[tuple[int, str]]:
     """Rate a batch's new matches over their players' locked ratings, all or nothing, and
     write everything; (index, result document) of each."""
-    table = _table_of(states)
+    table = _table_of(entry.config, states)
     fresh = entry.incoming
     planned = [_planned(m) for m in fresh]
     # Errors name the match by its place in the request, not among the new ones.
@@ -992,7 +1041,9 @@ class Ahead:
 
 def _prior_state(config: LadderConfig, player: str) -> repositories.RatingState:
     prior = config.model.rating()
-    return repositories.RatingState(player, prior.mu, config.stored_sigma(prior), 0, None)
+    return repositories.RatingState(
+        player, prior.mu, config.stored_sigma(prior), 0, None, prior.volatility
+    )
 
 
 def _same(a: repositories.RatingState, b: repositories.RatingState) -> bool:
@@ -1000,11 +1051,12 @@ def _same(a: repositories.RatingState, b: repositories.RatingState) -> bool:
         same_time = a.last_played_at is None and b.last_played_at is None
     else:
         same_time = utc(a.last_played_at) == utc(b.last_played_at)
-    return same_time and (a.player_id, a.mu, a.sigma, a.matches) == (
+    return same_time and (a.player_id, a.mu, a.sigma, a.matches, a.volatility) == (
         b.player_id,
         b.mu,
         b.sigma,
         b.matches,
+        b.volatility,
     )
 
 
@@ -1029,7 +1081,7 @@ def rate_ahead(
     players = sorted({p for m in incoming for team in m.body.teams for p in team})
     entry = _LadderWork(ladder, config, incoming, players)
     expected = [known.get(p) or _prior_state(config, p) for p in players]
-    table = _table_of(expected)
+    table = _table_of(config, expected)
     planned = [_planned(m) for m in incoming]
     try:
         rated = rate(ladder=ladder, config=config, table=table, matches=planned, label=in_batch)
@@ -1039,7 +1091,12 @@ def rate_ahead(
     rows = _rows([batch], lambda _: now, now)
     after = {
         row["player_id"]: repositories.RatingState(
-            row["player_id"], row["mu"], row["sigma"], row["matches"], row["last_played_at"]
+            row["player_id"],
+            row["mu"],
+            row["sigma"],
+            row["matches"],
+            row["last_played_at"],
+            row["volatility"],
         )
         for row in rows.ratings[ladder.id]
     }

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
@@ -55,6 +55,8 @@ class _Scope:
     start: dict[str, tuple[float, float | None]]
     latest: dict[str, datetime | None]
     history: list[HistoryRow]
+    #: Glicko-2: the volatility each player starts from (missing: the prior's).
+    start_volatility: dict[str, float | None] = field(default_factory=dict)
 
 
 def hold_ladder(*, session: Session, ladder_id: str) -> Ladder:
@@ -112,6 +114,7 @@ def _rewrites(
     together (``rated``: their participants in order)."""
     before = (rated.before_mu.tolist(), rated.before_sigma.tolist())
     after = (rated.after_mu.tolist(), rated.after_sigma.tolist())
+    volatility = rated.volatility()
     quality = rated.quality.tolist()
     match_updates: list[dict[str, Any]] = []
     history_updates: list[dict[str, Any]] = []
@@ -137,6 +140,7 @@ def _rewrites(
                         after=after,
                         offset=offset,
                         meta=row.request.get("meta"),
+                        volatility=volatility,
                     ),
                     row.seq,
                 ),
@@ -151,6 +155,7 @@ def _rewrites(
             before=before,
             after=after,
             offset=offset,
+            volatility=volatility,
         )
         history_updates.extend(
             {
@@ -159,6 +164,8 @@ def _rewrites(
                 "sigma_before": part["sigma_before"],
                 "mu_after": part["mu_after"],
                 "sigma_after": part["sigma_after"],
+                "volatility_before": part["volatility_before"],
+                "volatility_after": part["volatility_after"],
             }
             for part in parts
             if not is_pseudonym(part["player_id"])  # no history: rated in memory only
@@ -190,6 +197,11 @@ def _replay_scope(
             dtype=np.float64,
         ),
     )
+    if config.volatile:
+        prior = config.model.rating().volatility
+        table.volatility = np.array(
+            [scope.start_volatility.get(p) or prior for p in players], dtype=np.float64
+        )
     planned = [_planned(row) for row in scope.matches]
     position = {row.seq: n for n, row in enumerate(scope.matches)}
 
@@ -220,10 +232,16 @@ def _replay_scope(
                     "sigma_before": float(table.sigma[p]) if config.bayesian else None,
                     "mu_after": seed.mu_after,
                     "sigma_after": seed.sigma_after,
+                    "volatility_before": (
+                        float(table.volatility[p]) if table.volatility is not None else None
+                    ),
+                    "volatility_after": seed.volatility_after,
                 }
             )
             table.mu[p] = seed.mu_after
             table.sigma[p] = seed.sigma_after or 0.0
+            if table.volatility is not None and seed.volatility_after is not None:
+                table.volatility[p] = seed.volatility_after
 
     def label(n: int) -> str:
         return f"match {planned[n].match_id!r}: "
@@ -261,8 +279,10 @@ def _replay_scope(
             )
             match_updates.extend(rows)
             history_updates.extend(history)
-        for player, (mu, sigma) in pseudonym_seeds.get(cut, {}).items():
+        for player, (mu, sigma, volatility) in pseudonym_seeds.get(cut, {}).items():
             table.mu[table.index[player]], table.sigma[table.index[player]] = mu, sigma or 0.0
+            if table.volatility is not None and volatility is not None:
+                table.volatility[table.index[player]] = volatility
         if cut in seeds_before:
             apply_seeds(seeds_before[cut])
         begin = cut
@@ -283,6 +303,7 @@ def _rating_row(
 ) -> dict[str, Any]:
     p = table.index[player]
     mu, sigma = float(table.mu[p]), float(table.sigma[p])
+    volatility = float(table.volatility[p]) if table.volatility is not None else None
     return {
         "player_id": player,
         "mu": mu,
@@ -291,6 +312,7 @@ def _rating_row(
         "matches": matches,
         "last_played_at": last_played_at,
         "updated_at": now,
+        "volatility": volatility,
     }
 
 
@@ -364,21 +386,23 @@ def void_match(
     # Where each player starts: before the voided match, or before the match it joined at.
     start = repositories.starting_ratings(session=session, ladder_id=ladder.id, match_seq=seq)
     first_row: dict[str, int] = {}
+    start_volatility: dict[str, float | None] = {}
     for row in history:
         if row.kind != "match" or row.player_id not in reached:
             continue
         if row.match_seq == seq or row.match_seq == joined.get(row.player_id):
             first_row[row.player_id] = row.id
             start[row.player_id] = (row.mu_before, row.sigma_before)
-    start.update(
-        erasure.pseudonym_starts(
-            session=session,
-            reached=reached,
-            voided_seq=seq,
-            voided_request=match.request,
-            joined=joined,
-        )
-    )
+            start_volatility[row.player_id] = row.volatility_before
+    for player, (mu, sigma, volatility) in erasure.pseudonym_starts(
+        session=session,
+        reached=reached,
+        voided_seq=seq,
+        voided_request=match.request,
+        joined=joined,
+    ).items():
+        start[player] = (mu, sigma)
+        start_volatility[player] = volatility
     # From each player's first re-rated row on (the voided match's own rows are not
     # re-rated: they are deleted below).
     scoped_history = [
@@ -405,7 +429,13 @@ def void_match(
         session=session,
         ladder=ladder,
         config=config,
-        scope=_Scope(matches=affected, start=start, latest=latest, history=scoped_history),
+        scope=_Scope(
+            matches=affected,
+            start=start,
+            latest=latest,
+            history=scoped_history,
+            start_volatility=start_volatility,
+        ),
         progress=progress,
     )
 

@@ -3,7 +3,8 @@ the rating buckets that give a player's leaderboard rank without counting, and t
 that run long re-ratings in the background.
 
 Alembic (``migrations/``) is the only source of the schema; these models describe it.
-Ratings are Gaussian beliefs (mu, sigma); Elo ladders keep ``sigma`` NULL. The stored
+Ratings are Gaussian beliefs (mu, sigma); Elo ladders keep ``sigma`` NULL, and only
+Glicko-2 ladders fill ``volatility``. The stored
 ``conservative`` value (mu - k sigma, or mu for Elo) backs the leaderboard index.
 Database triggers on ``ratings`` (migration 0004) keep ``rating_buckets`` exact.
 """
@@ -49,6 +50,9 @@ SIGMAS_POSITIVE = (
     "(sigma_after IS NULL OR (sigma_after > 0 AND sigma_after <= 1.0e308))"
 )
 
+#: A volatility (Glicko-2) is NULL or a finite positive number.
+VOLATILITY_POSITIVE = "{0} IS NULL OR ({0} > 0 AND {0} <= 1.0e308)"
+
 #: An auto-incrementing 64-bit key (SQLite only auto-increments INTEGER PRIMARY KEY).
 BigId = BigInteger().with_variant(Integer(), "sqlite")
 
@@ -62,7 +66,9 @@ class Ladder(Base):
 
     __tablename__ = "ladders"
     __table_args__ = (
-        CheckConstraint("algorithm IN ('trueskill', 'plackett_luce', 'elo')", name="algorithm"),
+        CheckConstraint(
+            "algorithm IN ('trueskill', 'plackett_luce', 'elo', 'glicko2')", name="algorithm"
+        ),
     )
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
@@ -85,6 +91,7 @@ class PlayerRating(Base):
         CheckConstraint(f"conservative {FINITE}", name="conservative_finite"),
         CheckConstraint("sigma IS NULL OR (sigma > 0 AND sigma <= 1.0e308)", name="sigma_positive"),
         CheckConstraint("matches >= 0", name="matches_nonnegative"),
+        CheckConstraint(VOLATILITY_POSITIVE.format("volatility"), name="volatility"),
     )
 
     ladder_id: Mapped[str] = mapped_column(
@@ -94,6 +101,8 @@ class PlayerRating(Base):
     mu: Mapped[float] = mapped_column(Float)
     sigma: Mapped[float | None] = mapped_column(Float, nullable=True)
     conservative: Mapped[float] = mapped_column(Float)
+    #: Glicko-2's volatility; NULL for every other algorithm.
+    volatility: Mapped[float | None] = mapped_column(Float, nullable=True)
     matches: Mapped[int] = mapped_column(Integer, default=0)
     last_played_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
@@ -204,6 +213,11 @@ class RatingHistory(Base):
     __table_args__ = (
         CheckConstraint(f"mu_before {FINITE} AND mu_after {FINITE}", name="mu_finite"),
         CheckConstraint(SIGMAS_POSITIVE, name="sigma_positive"),
+        CheckConstraint(
+            f"({VOLATILITY_POSITIVE.format('volatility_before')}) AND "
+            f"({VOLATILITY_POSITIVE.format('volatility_after')})",
+            name="volatility_positive",
+        ),
         ForeignKeyConstraint(
             ["ladder_id", "player_id"],
             ["ratings.ladder_id", "ratings.player_id"],
@@ -225,6 +239,9 @@ class RatingHistory(Base):
     sigma_before: Mapped[float | None] = mapped_column(Float, nullable=True)
     mu_after: Mapped[float] = mapped_column(Float)
     sigma_after: Mapped[float | None] = mapped_column(Float, nullable=True)
+    #: Glicko-2's volatility before and after; NULL for every other algorithm.
+    volatility_before: Mapped[float | None] = mapped_column(Float, nullable=True)
+    volatility_after: Mapped[float | None] = mapped_column(Float, nullable=True)
 
 
 class ApiKey(Base):

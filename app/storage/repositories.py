@@ -142,6 +142,7 @@ def insert_missing_ratings(
     sigma: float | None,
     conservative: float,
     now: datetime,
+    volatility: float | None = None,
 ) -> list[str]:
     """Create a rating at the prior for each player not yet in the ladder; returns the
     players created.
@@ -165,6 +166,7 @@ def insert_missing_ratings(
                 "sigma": sigma,
                 "conservative": conservative,
                 "now": now,
+                "volatility": volatility,
             },
         )
         return list(created.scalars())
@@ -190,6 +192,7 @@ def insert_missing_ratings(
             "matches": 0,
             "last_played_at": None,
             "updated_at": now,
+            "volatility": volatility,
         }
         for player_id in missing
     ]
@@ -259,6 +262,8 @@ class RatingState(NamedTuple):
     sigma: float | None
     matches: int
     last_played_at: datetime | None
+    #: Glicko-2's volatility; ``None`` for the other algorithms.
+    volatility: float | None = None
 
 
 def lock_rating_states(
@@ -272,6 +277,7 @@ def lock_rating_states(
         PlayerRating.sigma,
         PlayerRating.matches,
         PlayerRating.last_played_at,
+        PlayerRating.volatility,
     )
     ordered = sorted(set(player_ids))
     out: list[RatingState] = []
@@ -436,6 +442,7 @@ class RatingRow(NamedTuple):
     conservative: float
     matches: int
     last_played_at: datetime | None
+    volatility: float | None
 
 
 # The leaderboard and rank statements are built once, with bound parameters: building
@@ -474,6 +481,7 @@ def _rating_columns() -> tuple[Any, ...]:
         PlayerRating.conservative,
         PlayerRating.matches,
         PlayerRating.last_played_at,
+        PlayerRating.volatility,
     )
 
 
@@ -943,6 +951,8 @@ class HistoryRow(NamedTuple):
     sigma_before: float | None
     mu_after: float
     sigma_after: float | None
+    volatility_before: float | None
+    volatility_after: float | None
 
     @property
     def kind(self) -> Literal["match", "adjustment"]:
@@ -968,6 +978,8 @@ def history_from(
         RatingHistory.sigma_before,
         RatingHistory.mu_after,
         RatingHistory.sigma_after,
+        RatingHistory.volatility_before,
+        RatingHistory.volatility_after,
     )
     of_matches = select(*columns).where(
         RatingHistory.match_seq >= from_seq, RatingHistory.ladder_id == ladder_id
@@ -1099,7 +1111,8 @@ def delete_match_rows(
 
 def update_history(*, session: Session, rows: Sequence[dict[str, Any]]) -> None:
     """Rewrite history rows in place (their ids keep their order): each row has ``id``,
-    ``mu_before``, ``sigma_before``, ``mu_after``, ``sigma_after``."""
+    ``mu_before``, ``sigma_before``, ``mu_after``, ``sigma_after`` (and Glicko-2's
+    ``volatility_before``, ``volatility_after``)."""
     bulk_update(
         session=session, table=cast(Table, RatingHistory.__table__), keys=("id",), rows=rows
     )
@@ -1178,6 +1191,7 @@ class ChangeRow(NamedTuple):
     match_seq: int | None
     mu_after: float
     sigma_after: float | None
+    volatility_after: float | None
 
 
 def player_changes(*, session: Session, ladder_id: str, player_id: str) -> list[ChangeRow]:
@@ -1188,6 +1202,7 @@ def player_changes(*, session: Session, ladder_id: str, player_id: str) -> list[
             RatingHistory.match_seq,
             RatingHistory.mu_after,
             RatingHistory.sigma_after,
+            RatingHistory.volatility_after,
         )
         .where(RatingHistory.ladder_id == ladder_id, RatingHistory.player_id == player_id)
         .order_by(RatingHistory.id)
@@ -1326,20 +1341,22 @@ _STATE_COLUMNS: dict[str, TypeEngine[Any]] = {
     "sigma": Float(),
     "matches": Integer(),
     "last_played_at": DateTime(timezone=True),
+    "volatility": Float(),
 }
 _LOCK_PLAYERS_SQL = {
     # One index lookup per player, in the order given (a nested loop over the ids): the
     # plan does not hang on the ladder's row count, which the statistics of a growing
     # ladder underestimate (a scan of the whole ladder looks cheap then).
     "postgresql": text(
-        "SELECT r.player_id, r.mu, r.sigma, r.matches, r.last_played_at "
+        "SELECT r.player_id, r.mu, r.sigma, r.matches, r.last_played_at, r.volatility "
         "FROM json_array_elements_text(CAST(:player_ids AS JSON)) AS p(player_id) "
-        "CROSS JOIN LATERAL (SELECT player_id, mu, sigma, matches, last_played_at FROM ratings "
+        "CROSS JOIN LATERAL (SELECT player_id, mu, sigma, matches, last_played_at, volatility "
+        "FROM ratings "
         "WHERE ladder_id = :ladder_id AND player_id = p.player_id FOR UPDATE) AS r"
     ).columns(**_STATE_COLUMNS),
     # No row locks: the transaction's BEGIN IMMEDIATE holds the database's write lock.
     "sqlite": text(
-        "SELECT player_id, mu, sigma, matches, last_played_at FROM ratings "
+        "SELECT player_id, mu, sigma, matches, last_played_at, volatility FROM ratings "
         "WHERE ladder_id = :ladder_id AND player_id IN :player_ids "
         "ORDER BY player_id"
     )
@@ -1367,8 +1384,8 @@ def lock_players(
 
 _INSERT_PLAYERS_SQL = text(
     "INSERT INTO ratings (ladder_id, player_id, mu, sigma, conservative, matches, "
-    "last_played_at, updated_at) "
-    "SELECT :ladder_id, p.player_id, :mu, :sigma, :conservative, 0, NULL, :now "
+    "last_played_at, updated_at, volatility) "
+    "SELECT :ladder_id, p.player_id, :mu, :sigma, :conservative, 0, NULL, :now, :volatility "
     "FROM json_array_elements_text(CAST(:player_ids AS JSON)) AS p(player_id) "
     "ORDER BY p.player_id "
     "ON CONFLICT (ladder_id, player_id) DO NOTHING RETURNING player_id"
@@ -1402,6 +1419,8 @@ HISTORY_COLUMNS = (
     "sigma_before",
     "mu_after",
     "sigma_after",
+    "volatility_before",
+    "volatility_after",
 )
 
 
@@ -1442,15 +1461,18 @@ WITH matches_written AS (
 ), played AS (
     SELECT w.seq, v.* FROM json_to_recordset(CAST(:participants AS JSON)) AS v(
         player_id VARCHAR, ladder_id VARCHAR, match_id VARCHAR, played_at TIMESTAMPTZ,
-        mu_before FLOAT8, sigma_before FLOAT8, mu_after FLOAT8, sigma_after FLOAT8)
+        mu_before FLOAT8, sigma_before FLOAT8, mu_after FLOAT8, sigma_after FLOAT8,
+        volatility_before FLOAT8, volatility_after FLOAT8)
     JOIN matches_written AS w ON w.ladder_id = v.ladder_id AND w.match_id = v.match_id
 ), participants_written AS (
     INSERT INTO participants (match_seq, player_id, ladder_id)
     SELECT seq, player_id, ladder_id FROM played
 ), history_written AS (
     INSERT INTO rating_history (ladder_id, player_id, match_seq, played_at,
-                                mu_before, sigma_before, mu_after, sigma_after)
-    SELECT ladder_id, player_id, seq, played_at, mu_before, sigma_before, mu_after, sigma_after
+                                mu_before, sigma_before, mu_after, sigma_after,
+                                volatility_before, volatility_after)
+    SELECT ladder_id, player_id, seq, played_at, mu_before, sigma_before, mu_after, sigma_after,
+           volatility_before, volatility_after
     FROM played
 ), ratings_written AS (
     -- Each row found by its key, then updated by its physical id: one index lookup and
@@ -1458,11 +1480,12 @@ WITH matches_written AS (
     -- and a hash join would scan every rating).
     UPDATE ratings AS t
     SET mu = v.mu, sigma = v.sigma, conservative = v.conservative, matches = v.matches,
-        last_played_at = v.last_played_at, updated_at = v.updated_at
+        last_played_at = v.last_played_at, updated_at = v.updated_at, volatility = v.volatility
     FROM (
         SELECT v.*, r.row_id FROM json_to_recordset(CAST(:ratings AS JSON)) AS v(
             ladder_id VARCHAR, player_id VARCHAR, mu FLOAT8, sigma FLOAT8, conservative FLOAT8,
-            matches INTEGER, last_played_at TIMESTAMPTZ, updated_at TIMESTAMPTZ)
+            matches INTEGER, last_played_at TIMESTAMPTZ, updated_at TIMESTAMPTZ,
+            volatility FLOAT8)
         CROSS JOIN LATERAL (
             SELECT ctid AS row_id FROM ratings
             WHERE ladder_id = v.ladder_id AND player_id = v.player_id OFFSET 0

@@ -257,3 +257,23 @@ def test_the_commands_plug_into_the_ratings_parser(
     args = parser.parse_args(["evaluate", str(path), "--algorithms", "elo", "--format", "json"])
     assert args.func(args) == 0
     assert len(json.loads(capsys.readouterr().out)["results"]) == 1
+
+
+def test_glicko2_is_evaluated_and_fitted(
+    write_matches: WriteMatches, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_matches(_league(7, 200))
+    assert main(["evaluate", str(path), "--algorithms", "glicko2,elo", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["results"]
+    assert [r["algorithm"] for r in rows] == ["glicko2", "elo"]
+    result = fit(read_matches(path), "glicko2", max_evaluations=8)
+    assert set(result.params) == {
+        "rating",
+        "deviation",
+        "volatility",
+        "tau",
+        "deviation_per_day",
+        "conservative_k",
+    }
+    assert result.train_loss <= result.train_loss_default
+    assert 0.1 <= float(result.params["tau"]) <= 2.0

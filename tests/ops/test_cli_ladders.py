@@ -224,7 +224,7 @@ class TestImportIntoAMissingLadder:
         assert (status, out) == (1, "")
         assert err == (
             "ratings: no ladder 'duel': make it first with `ratings ladders create duel "
-            "--algorithm trueskill|plackett_luce|elo`\n"
+            "--algorithm trueskill|plackett_luce|elo|glicko2`\n"
         )
         status, _, err = run(capsys, "import", str(path), "--ladder", "Duel")
         assert (status, err) == (

@@ -16,13 +16,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.rating.base import Rating, RatingInputError, RatingModel, age
+from app.rating import glicko2
+from app.rating.base import Rating, RatingInputError, RatingModel, VolatileRating, age
 from app.rating.matchmaking import balanced_split
 from app.rating.params import LADDER_PARAMETERS, MAX_LENGTH, MAX_MEAN, MIN_LENGTH, Parameter
 from app.rating.registry import ALGORITHMS, check_parameters, make_model, parameters
 from app.rating.replay import MIN_FAST_MATCHES, ReplayMatch, replay
 
-BAYESIAN = ("trueskill", "plackett_luce")
+BAYESIAN = ("trueskill", "plackett_luce", "glicko2")
+#: The algorithms whose ladders add ``LADDER_PARAMETERS`` (Glicko-2 holds its own).
+LADDER_LEVEL = ("trueskill", "plackett_luce")
 
 
 def test_the_tables_hold_the_models_defaults() -> None:
@@ -87,7 +90,7 @@ def _seeds(model: RatingModel, bayesian: bool) -> list[Rating]:
     prior = model.rating()
     if not bayesian:
         return [prior, Rating(MAX_MEAN, 0.0), Rating(-MAX_MEAN, 0.0), Rating(prior.mu + 1, 0.0)]
-    return [
+    seeds = [
         prior,
         Rating(MAX_MEAN, MIN_LENGTH),
         Rating(-MAX_MEAN, MAX_LENGTH),
@@ -95,6 +98,11 @@ def _seeds(model: RatingModel, bayesian: bool) -> list[Rating]:
         Rating(-MAX_MEAN, MIN_LENGTH),
         Rating(MAX_MEAN, MAX_LENGTH),
     ]
+    if model.name == "glicko2":
+        # Seeded volatilities at both ends of their range.
+        ends = (glicko2.MIN_VOLATILITY, glicko2.MAX_VOLATILITY)
+        seeds = [VolatileRating(r.mu, r.sigma, ends[n % 2]) for n, r in enumerate(seeds)]
+    return seeds
 
 
 #: (players, ranks, weights) over a table of six: 1 v 1 won and drawn, 2 v 1, 2 v 2 with
@@ -257,7 +265,7 @@ def test_the_documented_table_is_the_code_s() -> None:
     rows = {line for line in text.splitlines() if line.startswith("| ") and "`" in line}
     expected = set()
     for algorithm in ALGORITHMS:
-        specs = parameters(algorithm) + (LADDER_PARAMETERS if algorithm in BAYESIAN else ())
+        specs = parameters(algorithm) + (LADDER_PARAMETERS if algorithm in LADDER_LEVEL else ())
         for spec in specs:
             default = f"`{spec.default}`" if isinstance(spec.default, str) else repr(spec.default)
             expected.add(

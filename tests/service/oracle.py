@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from app.rating.base import Rating, RatingModel, age
+from app.rating.base import Rating, RatingModel, VolatileRating, age
 from app.rating.registry import make_model
 
 LADDER_PARAMS = ("tau_per_day", "conservative_k")
@@ -37,9 +37,12 @@ def core_replay(algorithm: str, params: dict[str, Any], events: list[dict[str, A
     A Bayesian player's belief is aged by ``tau_per_day`` for the days since the latest
     played_at of its earlier matches (a match reported late widens nothing).
     """
-    model_params = {k: v for k, v in params.items() if k not in LADDER_PARAMS}
+    glicko2 = algorithm == "glicko2"  # its model holds deviation_per_day, conservative_k
+    model_params = {k: v for k, v in params.items() if glicko2 or k not in LADDER_PARAMS}
     model: RatingModel = make_model(algorithm, model_params)
     tau_per_day = float(params.get("tau_per_day", 0.0)) if algorithm != "elo" else 0.0
+    if glicko2:
+        tau_per_day = float(params.get("deviation_per_day", 0.0))
     out = Replayed()
     latest: dict[str, datetime] = {}
     for event in events:
@@ -48,6 +51,10 @@ def core_replay(algorithm: str, params: dict[str, Any], events: list[dict[str, A
             old = out.ratings.get(player, model.rating())
             sigma = event.get("sigma")
             new = Rating(event["mu"], sigma if sigma is not None else model.rating().sigma)
+            if glicko2:
+                # A seed without a volatility keeps the player's own.
+                volatility = event.get("volatility") or old.volatility
+                new = VolatileRating(new.mu, new.sigma, volatility or 0.06)
             if algorithm == "elo":
                 new = Rating(event["mu"], 0.0)
             out.ratings[player] = new
@@ -61,7 +68,10 @@ def core_replay(algorithm: str, params: dict[str, Any], events: list[dict[str, A
             for player, rating in zip(team, ratings, strict=True):
                 if player in latest and tau_per_day > 0:
                     days = (played_at - latest[player]).total_seconds() / 86400
-                    rating = age(rating, tau_per_day, days)
+                    aged_rating = age(rating, tau_per_day, days)
+                    if glicko2:  # age() keeps mu and sigma only
+                        aged_rating = VolatileRating(*aged_rating, rating.volatility or 0.06)
+                    rating = aged_rating
                 aged.append(rating)
             teams.append(aged)
         weights = event.get("weights")

@@ -180,7 +180,7 @@ def test_awkward_values_survive_the_bulk_insert_and_update(
             session=session, table=PARTICIPANTS, names=PARTICIPANT_COLUMNS, values=participants
         )
         history = [
-            ("awk", player, 7, played, 1e-300 * i, None, 1e300, 2.5)
+            ("awk", player, 7, played, 1e-300 * i, None, 1e300, 2.5, None, 5e-324)
             for i, player in enumerate(AWKWARD_IDS)
         ]
         repositories.insert_values(
@@ -211,12 +211,13 @@ def test_awkward_values_survive_the_bulk_insert_and_update(
         assert sorted(tuple(row) for row in got) == sorted(participants)
         got = session.execute(
             text(
-                "SELECT player_id, mu_before, sigma_before, mu_after, sigma_after FROM "
-                "rating_history ORDER BY id"
+                "SELECT player_id, mu_before, sigma_before, mu_after, sigma_after, "
+                "volatility_before, volatility_after FROM rating_history ORDER BY id"
             )
         ).all()
         assert [tuple(row) for row in got] == [
-            (player, 1e-300 * i, None, 1e300, 2.5) for i, player in enumerate(AWKWARD_IDS)
+            (player, 1e-300 * i, None, 1e300, 2.5, None, 5e-324)
+            for i, player in enumerate(AWKWARD_IDS)
         ]
 
         # Every bulk update through COPY into a temporary table (PostgreSQL).

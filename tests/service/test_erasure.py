@@ -276,11 +276,14 @@ def test_voids_and_rebuilds_after_an_erasure_rate_the_others_as_before(
     expected = core_replay(algorithm, params, events)
     board = all_pages(client, "/v1/ladders/v/leaderboard", limit=100)
     assert {e["player_id"] for e in board} == set(expected.ratings) - {"p05"}
+    # Glicko-2's volatility iteration stops within its tolerance (1e-6 in ln sigma^2), so
+    # inputs an ulp apart (days away computed two ways) may stop a round apart.
+    rel = 1e-9 if algorithm == "glicko2" else 1e-12
     for entry in board:
         rating = expected.ratings[entry["player_id"]]
-        assert entry["mu"] == pytest.approx(rating.mu, rel=1e-12)
+        assert entry["mu"] == pytest.approx(rating.mu, rel=rel)
         if algorithm != "elo":
-            assert entry["sigma"] == pytest.approx(rating.sigma, rel=1e-12)
+            assert entry["sigma"] == pytest.approx(rating.sigma, rel=rel)
 
 
 def test_a_void_after_an_erasure_equals_a_replay_with_a_stand_in(client: TestClient) -> None:

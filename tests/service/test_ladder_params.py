@@ -17,11 +17,13 @@ from app.rating.params import LADDER_PARAMETERS, MAX_LENGTH, MAX_MEAN, MIN_LENGT
 from app.rating.registry import ALGORITHMS, parameters
 from tests.service.helpers import assert_problem, create_ladder, table_counts
 
-BAYESIAN = ("trueskill", "plackett_luce")
+BAYESIAN = ("trueskill", "plackett_luce", "glicko2")
+#: The algorithms whose ladders add ``LADDER_PARAMETERS`` (Glicko-2's model holds its own).
+LADDER_LEVEL = ("trueskill", "plackett_luce")
 
 
 def _table(algorithm: str) -> tuple[Parameter, ...]:
-    return parameters(algorithm) + (LADDER_PARAMETERS if algorithm in BAYESIAN else ())
+    return parameters(algorithm) + (LADDER_PARAMETERS if algorithm in LADDER_LEVEL else ())
 
 
 def _numbers(value: Any) -> list[float]:
@@ -219,7 +221,11 @@ def test_the_openapi_document_gives_every_range(client: TestClient) -> None:
     document = client.get("/openapi.json").json()
     create = document["components"]["schemas"]["LadderCreate"]["properties"]["params"]
     shapes = {shape["title"]: shape for shape in create["anyOf"]}
-    titles = {"trueskill": "TrueSkillParams", "plackett_luce": "PlackettLuceParams"}
+    titles = {
+        "trueskill": "TrueSkillParams",
+        "plackett_luce": "PlackettLuceParams",
+        "glicko2": "Glicko2Params",
+    }
     for algorithm in ALGORITHMS:
         shape = shapes[titles.get(algorithm, "EloParams")]
         assert shape["additionalProperties"] is False

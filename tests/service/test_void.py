@@ -15,10 +15,12 @@ ALGORITHMS = [
     ("trueskill", {"tau_per_day": 0.3, "draw_probability": 0.2}),
     ("plackett_luce", {"tau_per_day": 0.1}),
     ("elo", {"k_factor": 24}),
+    ("glicko2", {"deviation_per_day": 3.0, "tau": 0.8}),
 ]
 
 SEED = {"mu": 31.0, "sigma": 2.0}
 ELO_SEED = {"mu": 1620.0}
+GLICKO2_SEED = {"mu": 1620.0, "sigma": 80.0, "volatility": 0.09}
 
 
 def _batch(client: TestClient, ladder: str, bodies: list[dict[str, Any]]) -> None:
@@ -56,7 +58,7 @@ def test_void_equals_a_fresh_replay_without_the_match(
     client: TestClient, algorithm: str, params: dict[str, Any], voided: int
 ) -> None:
     bodies = random_matches(seed=21, count=36)
-    seed = ELO_SEED if algorithm == "elo" else SEED
+    seed = {"elo": ELO_SEED, "glicko2": GLICKO2_SEED}.get(algorithm, SEED)
     create_ladder(client, "v", algorithm=algorithm, params=params)
     _seed(client, "v", "p11", seed)  # a seed before any match of p11
     _batch(client, "v", bodies[:20])

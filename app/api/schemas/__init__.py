@@ -45,7 +45,7 @@ MAX_SIGMA = MAX_LENGTH
 #: Largest |rank| or |score|.
 MAX_OUTCOME = 1e15
 
-Algorithm = Literal["trueskill", "plackett_luce", "elo"]
+Algorithm = Literal["trueskill", "plackett_luce", "elo", "glicko2"]
 
 #: Player and match ids: 1 to 128 characters, no control characters, no "/" and not "." or
 #: "..": every id must be addressable as one path segment by every route that takes it (a
@@ -104,7 +104,8 @@ def parse_time(value: Any, field: str) -> datetime:
 
 
 class RatingOut(BaseModel):
-    """A belief: mean, standard deviation (null for Elo) and mu - k sigma."""
+    """A belief: mean, standard deviation (null for Elo) and mu - k sigma. In a Glicko-2
+    match result, before and after also give the player's `volatility`."""
 
     model_config = ConfigDict(
         json_schema_extra={
@@ -192,7 +193,9 @@ def _parameter_field(spec: Parameter) -> tuple[Any, Any]:
 def _parameters_model(name: str, algorithm: str) -> type[BaseModel]:
     """The parameters of ``algorithm`` as a model, generated from the core's table of
     parameters (``app.rating.params``): the one place their defaults and ranges live."""
-    specs = parameters(algorithm) + (LADDER_PARAMETERS if algorithm != "elo" else ())
+    # Glicko-2's model holds its own time and leaderboard parameters.
+    ladder_level = algorithm in ("trueskill", "plackett_luce")
+    specs = parameters(algorithm) + (LADDER_PARAMETERS if ladder_level else ())
     fields: dict[str, Any] = {spec.name: _parameter_field(spec) for spec in specs}
     model: type[BaseModel] = create_model(
         name,
@@ -206,10 +209,12 @@ def _parameters_model(name: str, algorithm: str) -> type[BaseModel]:
 TrueSkillParams = _parameters_model("TrueSkillParams", "trueskill")
 PlackettLuceParams = _parameters_model("PlackettLuceParams", "plackett_luce")
 EloParams = _parameters_model("EloParams", "elo")
+Glicko2Params = _parameters_model("Glicko2Params", "glicko2")
 PARAMS_MODELS: dict[str, type[BaseModel]] = {
     "trueskill": TrueSkillParams,
     "plackett_luce": PlackettLuceParams,
     "elo": EloParams,
+    "glicko2": Glicko2Params,
 }
 _PARAMS_DESCRIPTION = (
     "The algorithm's parameters, each in its documented range (outside it: 422 naming "
@@ -819,6 +824,9 @@ class PlayerOut(BaseModel):
     rank: int = Field(description="Place on the leaderboard: players ahead of this one, plus 1.")
     matches: int
     last_played_at: datetime | None
+    volatility: float | None = Field(
+        default=None, description="Glicko-2 ladders: the player's volatility; else null."
+    )
 
 
 class PlayerSeed(RequestBody):
@@ -834,6 +842,12 @@ class PlayerSeed(RequestBody):
         default=None,
         description="Bayesian ladders: default the player's current sigma (the prior's for "
         "a new player). Elo: omit or null.",
+    )
+    volatility: float | None = Field(
+        default=None,
+        description="Glicko-2 ladders: the volatility, in the range of the ladder's "
+        "`volatility` parameter; default the player's current one (the prior's for a new "
+        "player). Other ladders: omit or null.",
     )
 
 
