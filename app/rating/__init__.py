@@ -1,9 +1,10 @@
 """The rating core: pure functions of ratings and outcomes (standard library and numpy).
 
 ```python
-from app.rating import Rating, TrueSkill, PlackettLuce, Elo
+from app.rating import Rating, TrueSkill, PlackettLuce, Elo, predict_rank
 ts = TrueSkill()
 new_teams = ts.rate([[ts.rating()], [ts.rating()]])   # winner listed first
+predict_rank(ts, new_teams)                           # [(rank, probability), ...]
 ```
 """
 
@@ -15,21 +16,30 @@ from app.rating.base import (
     age,
     widen,
 )
+from app.rating.bradley_terry import BradleyTerryFull, BradleyTerryPart
 from app.rating.elo import Elo
 from app.rating.plackett_luce import PlackettLuce
+from app.rating.quality import PredictedRank, predict_rank
 from app.rating.registry import ALGORITHMS, make_model
+from app.rating.thurstone_mosteller import ThurstoneMostellerFull, ThurstoneMostellerPart
 from app.rating.trueskill import TrueSkill
 
 __all__ = [
     "ALGORITHMS",
     "CONSERVATIVE_K",
+    "BradleyTerryFull",
+    "BradleyTerryPart",
     "Elo",
     "PlackettLuce",
+    "PredictedRank",
     "Rating",
     "RatingInputError",
     "RatingModel",
+    "ThurstoneMostellerFull",
+    "ThurstoneMostellerPart",
     "TrueSkill",
     "age",
     "make_model",
+    "predict_rank",
     "widen",
 ]

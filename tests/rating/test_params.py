@@ -19,14 +19,14 @@ from hypothesis import strategies as st
 from app.rating.base import Rating, RatingInputError, RatingModel, age
 from app.rating.matchmaking import balanced_split
 from app.rating.params import LADDER_PARAMETERS, MAX_LENGTH, MAX_MEAN, MIN_LENGTH, Parameter
-from app.rating.registry import ALGORITHMS, check_parameters, make_model, parameters
+from app.rating.registry import ALGORITHMS, MODELS, check_parameters, make_model, parameters
 from app.rating.replay import MIN_FAST_MATCHES, ReplayMatch, replay
 
-BAYESIAN = ("trueskill", "plackett_luce")
+BAYESIAN = tuple(a for a in MODELS if a != "elo")
 
 
 def test_the_tables_hold_the_models_defaults() -> None:
-    for algorithm in ALGORITHMS:
+    for algorithm in MODELS:
         table = {spec.name: spec.default for spec in parameters(algorithm)}
         assert table == make_model(algorithm).params
         assert check_parameters(algorithm, {}) == make_model(algorithm).params
@@ -37,7 +37,7 @@ def test_the_tables_hold_the_models_defaults() -> None:
 
 
 def test_every_default_is_inside_its_range() -> None:
-    for algorithm in ALGORITHMS:
+    for algorithm in MODELS:
         for spec in (*parameters(algorithm), *LADDER_PARAMETERS):
             assert spec.problem(spec.default) is None, (algorithm, spec.name)
 
@@ -61,8 +61,12 @@ def _outside(spec: Parameter) -> list[float]:
 
 
 def _value(spec: Parameter) -> st.SearchStrategy[Any]:
+    if spec.boolean:
+        return st.booleans()
     if spec.choices:
         return st.sampled_from(spec.choices)
+    if spec.integer:
+        return st.integers(int(spec.low), int(spec.high)).map(float)
     edges = st.sampled_from(_edges(spec))
     if spec.low > 0.0:  # scales: log-uniform, so every decade is drawn
         inner = st.floats(math.log10(spec.low), math.log10(spec.high)).map(lambda e: 10.0**e)
@@ -170,7 +174,7 @@ SETTINGS = settings(
 )
 
 
-@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("algorithm", MODELS)
 def test_every_computation_is_finite_inside_the_bounds(algorithm: str) -> None:
     @SETTINGS
     @given(params=_params(algorithm))
@@ -181,18 +185,18 @@ def test_every_computation_is_finite_inside_the_bounds(algorithm: str) -> None:
     check()
 
 
-@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("algorithm", MODELS)
 def test_every_corner_of_the_bounds_is_finite(algorithm: str) -> None:
     """Each scale at each of its bounds with the others at theirs: the grid of extremes."""
     specs = parameters(algorithm)
     for spec in specs:
-        if spec.choices:
+        if spec.choices or spec.boolean:
             continue
         for value in _edges(spec)[:2]:
             for others in ("low", "high"):
                 params: dict[str, Any] = {spec.name: value}
                 for other in specs:
-                    if other is spec or other.choices:
+                    if other is spec or other.choices or other.boolean:
                         continue
                     bound = other.low if others == "low" else other.high
                     params[other.name] = other.default if other.problem(bound) else bound
@@ -212,11 +216,13 @@ def test_every_corner_of_the_bounds_is_finite(algorithm: str) -> None:
                     _exercise(make_model(algorithm, params), True)
 
 
-@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("algorithm", MODELS)
 def test_just_outside_a_bound_names_the_parameter_and_its_range(algorithm: str) -> None:
     for spec in parameters(algorithm):
         if spec.choices:
             bad: list[Any] = ["", spec.choices[0].upper(), 1.0]
+        elif spec.boolean:
+            bad = [0, 1.0, "true", None]
         else:
             bad = [*_outside(spec), math.nan, math.inf, "1.0", True]
         for value in bad:

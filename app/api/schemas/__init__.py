@@ -71,7 +71,8 @@ Outcome = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=-MAX_OUTCO
 Mu = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=-MAX_MU, le=MAX_MU)]
 Sigma = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=MIN_SIGMA, le=MAX_SIGMA)]
 ParamValue = (
-    Annotated[int, Field(strict=True)]
+    Annotated[bool, Field(strict=True)]
+    | Annotated[int, Field(strict=True)]
     | Annotated[float, Field(strict=True, allow_inf_nan=False)]
     | Annotated[str, StringConstraints(min_length=1, max_length=64)]
 )
@@ -176,6 +177,8 @@ class TeamsBody(RequestBody):
 
 def _parameter_field(spec: Parameter) -> tuple[Any, Any]:
     description = f"{spec.description} Default {spec.default!r}; range {spec.range_text}."
+    if spec.boolean:
+        return bool, Field(default=spec.default, description=description, strict=True)
     if spec.choices:
         return Literal[spec.choices], Field(default=spec.default, description=description)
     low, high = spec.low, spec.high
@@ -277,7 +280,7 @@ class LadderOut(BaseModel):
 
     id: str
     algorithm: Algorithm
-    params: dict[str, float | str]
+    params: dict[str, bool | float | str]
     description: str | None
     created_at: datetime
     players: int
