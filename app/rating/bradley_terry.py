@@ -82,30 +82,40 @@ class BradleyTerryFull(WengLin):
         self, theta: list[float], var: list[float], ranks: list[float] | None
     ) -> tuple[list[float], list[float]]:
         """Omega_i / sigma_i^2 = sum_q (s - p_iq) / c_iq and Delta_i / sigma_i^2 =
-        sigma_i sum_q p_iq (1 - p_iq) / c_iq^3 over every other team q."""
+        sigma_i sum_q p_iq (1 - p_iq) / c_iq^3 over every other team q.
+
+        Each pair is evaluated once: c_qi = c_iq, p_qi = 1 - p_iq (taken from the same
+        logistic, without cancellation) and s_qi = 1 - s_iq; every team still adds its
+        terms in the order of q.
+        """
         k = len(theta)
         two_beta2 = 2.0 * self._beta2
-        step = [0.0] * k
-        shrink = [0.0] * k
+        om = [0.0] * k
+        de = [0.0] * k
         for i in range(k):
             ti = theta[i]
             vi = var[i]
             ri = i if ranks is None else ranks[i]
-            om = 0.0
-            de = 0.0
-            for q in range(k):
-                if q == i:
-                    continue
+            for q in range(i + 1, k):
                 c2 = vi + var[q] + two_beta2
                 c = _sqrt(c2)
-                p, pq = _terms((ti - theta[q]) / c)
+                d = (ti - theta[q]) / c
+                if d >= 0.0:
+                    t = _exp(-d)
+                    p = 1.0 / (1.0 + t)
+                    pq = t / (1.0 + t)
+                else:
+                    t = _exp(d)
+                    p = t / (1.0 + t)
+                    pq = 1.0 / (1.0 + t)
                 rq = q if ranks is None else ranks[q]
                 s = 1.0 if rq > ri else (0.5 if rq == ri else 0.0)
-                om += (s - p) / c
-                de += pq / (c2 * c)
-            step[i] = om
-            shrink[i] = de * _sqrt(vi)
-        return step, shrink
+                om[i] += (s - p) / c
+                om[q] += (1.0 - s - pq) / c
+                shared = p * pq / (c2 * c)
+                de[i] += shared
+                de[q] += shared
+        return om, [d * _sqrt(v) for d, v in zip(de, var, strict=True)]
 
 
 class BradleyTerryPart(WengLin):

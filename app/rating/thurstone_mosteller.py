@@ -115,25 +115,26 @@ class ThurstoneMostellerFull(WengLin):
     def _team_steps(
         self, theta: list[float], var: list[float], ranks: list[float] | None
     ) -> tuple[list[float], list[float]]:
-        """Sum the comparisons with every other team q."""
+        """Sum the comparisons with every other team q.
+
+        Each pair is evaluated once: q's comparison with i is i's seen from the other
+        side, V(-x) of the opposite outcome = -V(x) and the same W (V~ odd, W~ even).
+        """
         k = len(theta)
-        step = [0.0] * k
-        shrink = [0.0] * k
+        om = [0.0] * k
+        de = [0.0] * k
         pair = self._pair
         for i in range(k):
             ti = theta[i]
             vi = var[i]
             ri = i if ranks is None else ranks[i]
-            om = 0.0
-            de = 0.0
-            for q in range(k):
-                if q != i:
-                    a, b = pair(ti, vi, ri, theta[q], var[q], q if ranks is None else ranks[q])
-                    om += a
-                    de += b
-            step[i] = om
-            shrink[i] = de * _sqrt(vi)
-        return step, shrink
+            for q in range(i + 1, k):
+                a, b = pair(ti, vi, ri, theta[q], var[q], q if ranks is None else ranks[q])
+                om[i] += a
+                om[q] -= a
+                de[i] += b
+                de[q] += b
+        return om, [d * _sqrt(v) for d, v in zip(de, var, strict=True)]
 
 
 class ThurstoneMostellerPart(ThurstoneMostellerFull):

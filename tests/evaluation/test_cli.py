@@ -257,3 +257,30 @@ def test_the_commands_plug_into_the_ratings_parser(
     args = parser.parse_args(["evaluate", str(path), "--algorithms", "elo", "--format", "json"])
     assert args.func(args) == 0
     assert len(json.loads(capsys.readouterr().out)["results"]) == 1
+
+
+def test_evaluate_and_fit_the_other_weng_lin_models(
+    write_matches: WriteMatches, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_matches(_league(5, 40))
+    names = (
+        "bradley_terry_full,bradley_terry_part,thurstone_mosteller_full,thurstone_mosteller_part"
+    )
+    assert main(["evaluate", str(path), "--algorithms", names]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 5  # the header, one row per model
+    for name, line in zip(names.split(","), lines[1:], strict=True):
+        assert name in line and "%" in line
+    assert (
+        main(
+            ["fit", str(path), "--algorithm", "thurstone_mosteller_part", "--max-evaluations", "6"]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[-2] == "ladder params:"
+    ladder = json.loads(out[-1])
+    assert ladder["algorithm"] == "thurstone_mosteller_part"
+    params = ladder["params"]
+    assert set(params) >= {"beta", "tau", "epsilon", "window_size", "limit_sigma"}
+    assert params["window_size"] == 4.0 and params["limit_sigma"] is False

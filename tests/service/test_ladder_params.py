@@ -215,6 +215,7 @@ def test_elo_two_against_one_at_equal_ratings_is_an_even_match(
         "quality": 1.0,
         "win_probabilities": [0.5, 0.5],
         "draw_probability": None,
+        "predicted_ranks": [{"rank": 1, "probability": 0.5}, {"rank": 1, "probability": 0.5}],
     }
 
 
