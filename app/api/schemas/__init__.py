@@ -71,10 +71,10 @@ Outcome = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=-MAX_OUTCO
 Mu = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=-MAX_MU, le=MAX_MU)]
 Sigma = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=MIN_SIGMA, le=MAX_SIGMA)]
 ParamValue = (
-    Annotated[bool, Field(strict=True)]
-    | Annotated[int, Field(strict=True)]
+    Annotated[int, Field(strict=True)]
     | Annotated[float, Field(strict=True, allow_inf_nan=False)]
     | Annotated[str, StringConstraints(min_length=1, max_length=64)]
+    | Annotated[bool, Field(strict=True)]
 )
 
 
