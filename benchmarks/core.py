@@ -17,7 +17,27 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from app.rating import Elo, Glicko2, PlackettLuce, Rating, TrueSkill, VolatileRating
+from app.rating import (
+    BradleyTerryFull,
+    BradleyTerryPart,
+    Elo,
+    Glicko2,
+    PlackettLuce,
+    Rating,
+    ThurstoneMostellerFull,
+    ThurstoneMostellerPart,
+    TrueSkill,
+    VolatileRating,
+)
+
+#: The Weng-Lin models, each beside ``openskill``'s model of the same name.
+WENG_LIN: dict[str, Any] = {
+    "PlackettLuce": PlackettLuce,
+    "BradleyTerryFull": BradleyTerryFull,
+    "BradleyTerryPart": BradleyTerryPart,
+    "ThurstoneMostellerFull": ThurstoneMostellerFull,
+    "ThurstoneMostellerPart": ThurstoneMostellerPart,
+}
 
 SHAPES: dict[str, list[int]] = {
     "1v1": [1, 1],
@@ -123,12 +143,12 @@ def trueskill_package(matches: list[Match]) -> Callable[[], int] | None:
     return run
 
 
-def openskill_package(matches: list[Match]) -> Callable[[], int] | None:
+def openskill_package(matches: list[Match], name: str) -> Callable[[], int] | None:
     try:
-        from openskill.models import PlackettLuce as OpenSkillPL
+        from openskill import models
     except ImportError:
         return None
-    model = OpenSkillPL()
+    model = getattr(models, name)()
     prepared = [
         ([[model.rating(mu=mu, sigma=s) for mu, s in t] for t in teams], ranks)
         for teams, ranks in matches
@@ -157,10 +177,13 @@ def main() -> None:
         ts_ref_rate = best_rate(ts_ref, args.seconds) if ts_ref else None
         ts = best_rate(ours(TrueSkill(), matches), args.seconds)
         rows.append(("TrueSkill", shape_name, ts, "trueskill", ts_ref_rate))
-        os_ref = openskill_package(matches)
-        os_ref_rate = best_rate(os_ref, args.seconds) if os_ref else None
-        pl = best_rate(ours(PlackettLuce(), matches), args.seconds)
-        rows.append(("PlackettLuce", shape_name, pl, "openskill", os_ref_rate))
+        os_ref_rates: dict[str, float | None] = {}
+        for name, cls in WENG_LIN.items():
+            os_ref = openskill_package(matches, name)
+            os_ref_rate = best_rate(os_ref, args.seconds) if os_ref else None
+            os_ref_rates[name] = os_ref_rate
+            ours_rate = best_rate(ours(cls(), matches), args.seconds)
+            rows.append((name, shape_name, ours_rate, "openskill", os_ref_rate))
         elo = best_rate(ours(Elo(), matches, elo=True), args.seconds)
         rows.append(("Elo", shape_name, elo, "", None))
         glicko = best_rate(ours(Glicko2(), matches, glicko2=True), args.seconds)
@@ -175,15 +198,16 @@ def main() -> None:
                     ts_ref_rate,
                 )
             )
-            rows.append(
-                (
-                    "PlackettLuce.rate_1vs1",
-                    shape_name,
-                    best_rate(ours_1vs1(PlackettLuce(), matches), args.seconds),
-                    "openskill",
-                    os_ref_rate,
+            for name, cls in WENG_LIN.items():
+                rows.append(
+                    (
+                        f"{name}.rate_1vs1",
+                        shape_name,
+                        best_rate(ours_1vs1(cls(), matches), args.seconds),
+                        "openskill",
+                        os_ref_rates[name],
+                    )
                 )
-            )
             rows.append(
                 (
                     "Elo.rate_1vs1",

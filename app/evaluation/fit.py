@@ -23,6 +23,7 @@ from scipy.optimize import minimize
 from app.evaluation.data import MatchFile, empirical_draw_probability
 from app.evaluation.metrics import pair_log_loss, predict, summarize
 from app.evaluation.presets import build, resolve
+from app.rating.registry import WENG_LIN_MODELS
 
 #: name -> (low, high, logarithmic): the searched range of each fitted parameter.
 Bounds = dict[str, tuple[float, float, bool]]
@@ -44,14 +45,14 @@ _GLICKO2: Bounds = {
 def fitted_bounds(name: str) -> Bounds:
     """The parameters fitted for an algorithm or preset and their ranges.
 
-    TrueSkill: beta, tau, draw_probability; Plackett-Luce: beta, tau; Glicko-2: tau and
-    the prior's deviation and volatility; the Elo family: k_factor, from 1/20 to 8 times
-    the configuration's own.
+    TrueSkill: beta, tau, draw_probability; the Weng-Lin models (Plackett-Luce,
+    Bradley-Terry, Thurstone-Mosteller): beta, tau; Glicko-2: tau and the prior's deviation
+    and volatility; the Elo family: k_factor, from 1/20 to 8 times the configuration's own.
     """
     algorithm, params = resolve(name)
     if algorithm == "trueskill":
         return dict(_TRUESKILL)
-    if algorithm == "plackett_luce":
+    if algorithm == "plackett_luce" or algorithm in WENG_LIN_MODELS:
         return dict(_PLACKETT_LUCE)
     if algorithm == "glicko2":
         return dict(_GLICKO2)

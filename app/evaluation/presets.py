@@ -1,7 +1,10 @@
 """Named algorithm configurations for evaluation.
 
-A name is either a ladder algorithm (``trueskill``, ``plackett_luce``, ``elo``, ``glicko2``) at its
-defaults or one of these presets of the Elo family:
+A name is either a ladder algorithm (``trueskill``, ``plackett_luce``, ``elo``,
+``glicko2``) or another
+Weng-Lin model (``bradley_terry_full``, ``bradley_terry_part``,
+``thurstone_mosteller_full``, ``thurstone_mosteller_part``) at its defaults, or one of
+these presets of the Elo family:
 
 - ``elo-paper``: the Elo the TrueSkill paper compares against (section 4.1): Gaussian
   performances (equation 1), the linearised update with K = alpha beta sqrt(pi),
@@ -27,7 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.rating.base import RatingInputError, RatingModel
-from app.rating.registry import ALGORITHMS, make_model
+from app.rating.registry import MODELS, make_model
 
 #: The paper's alpha (section 4.1) and the TrueSkill scale's beta = sigma_0 / 2.
 PAPER_ALPHA = 0.07
@@ -50,7 +53,7 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 #: Every name ``resolve`` accepts.
-NAMES = (*ALGORITHMS, *PRESETS)
+NAMES = (*MODELS, *PRESETS)
 
 #: What ``ratings evaluate`` runs when no ``--algorithms`` are given.
 DEFAULT_ALGORITHMS = ("trueskill", "plackett_luce", "elo", "elo-paper", "elo-full-logistic")
@@ -70,7 +73,7 @@ def resolve(
     if name in PRESETS:
         algorithm, base = PRESETS[name]
         merged = {**base, **(params or {})}
-    elif name in ALGORITHMS:
+    elif name in MODELS:
         algorithm, merged = name, dict(params or {})
     else:
         raise RatingInputError("algorithms", f"unknown {name!r}: choose from {', '.join(NAMES)}")

@@ -35,10 +35,11 @@ from app.rating.base import RatingInputError
 from app.rating.elo import _LN10, _MILLS_TAIL, _MLE_GAIN, Elo
 from app.rating.gaussian import _CF_DEPTHS, _GL4, _GL6, _GL10, _GL14, _TAIL, MIN_ONE_MINUS_W
 from app.rating.plackett_luce import _SHIFT_SPAN as _PL_SHIFT_SPAN
-from app.rating.plackett_luce import PlackettLuce, _partial_play
+from app.rating.plackett_luce import PlackettLuce
 from app.rating.quality import MIN_TEAM_VARIANCE, QUALITY_FLOOR
 from app.rating.trueskill import _DIRECT as _TS_DIRECT
 from app.rating.trueskill import TrueSkill
+from app.rating.weng_lin import partial_play
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -528,10 +529,11 @@ class PlackettLuceKernel(Kernel):
         self._beta2 = beta * beta
         self._two_beta2 = 2 * self._beta2
         self._kappa = float(params["kappa"])
+        self._limit_sigma = bool(params["limit_sigma"])
         self.quality_beta = beta
 
     def weights(self, raw: list[list[float]]) -> list[list[float]]:
-        return _partial_play(raw)
+        return partial_play(raw)
 
     def rate(
         self, a: Side, b: Side, outcome: IntArray, weighted: BoolArray
@@ -583,7 +585,10 @@ class PlackettLuceKernel(Kernel):
         # Unweighted players carry weight 1, for which both forms below are exact.
         we = np.where(step >= 0.0, side.weight, 1.0 / side.weight)
         f = 1.0 - s2 * shrink * we
-        return side.mu + s2 * step * we, np.sqrt(s2 * np.where(f > kappa, f, kappa))
+        sigma = np.sqrt(s2 * np.where(f > kappa, f, kappa))
+        if self._limit_sigma:  # WengLin._apply: no sigma above its value before the match
+            sigma = np.minimum(sigma, side.sigma)
+        return side.mu + s2 * step * we, sigma
 
     def rate_many(
         self, sides: list[Side], ranks: FloatArray

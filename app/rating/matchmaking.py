@@ -206,16 +206,26 @@ class GaussianObjective:
 def gaussian_objective(model: RatingModel, pool: Sequence[Rating]) -> GaussianObjective | None:
     """The team-sum objective when ``model.quality`` is the Gaussian form, else ``None``.
 
-    TrueSkill and Plackett-Luce: their ``beta`` and every player's sigma. Elo: its
+    TrueSkill and the Weng-Lin models: their ``beta`` and every player's sigma. Elo: its
     ``quality_beta``, sigma 0 and teams as entrants rated by their means (``Elo.quality``).
     A subclass may redefine quality, so only these exact classes qualify.
     """
+    from app.rating.bradley_terry import BradleyTerryFull, BradleyTerryPart
     from app.rating.elo import Elo
     from app.rating.plackett_luce import PlackettLuce
+    from app.rating.thurstone_mosteller import ThurstoneMostellerFull, ThurstoneMostellerPart
     from app.rating.trueskill import TrueSkill
 
+    gaussian_team_sums = (
+        TrueSkill,
+        PlackettLuce,
+        BradleyTerryFull,
+        BradleyTerryPart,
+        ThurstoneMostellerFull,
+        ThurstoneMostellerPart,
+    )
     mu = np.array([r.mu for r in pool], dtype=float)
-    if type(model) is TrueSkill or type(model) is PlackettLuce:
+    if type(model) in gaussian_team_sums:
         beta = float(model.params["beta"])
         var = np.array([r.sigma for r in pool], dtype=float) ** 2
     elif type(model) is Elo:

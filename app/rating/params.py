@@ -44,7 +44,8 @@ class Parameter:
     """One tunable parameter: its name, default, meaning and accepted values.
 
     Numbers: ``low`` <= value <= ``high`` (strict where ``low_open`` / ``high_open``).
-    Strings: one of ``choices``. ``symbol`` is the paper's name for it.
+    Strings: one of ``choices``. Switches (``boolean``): true or false. Counts
+    (``integer``): whole numbers in the range. ``symbol`` is the paper's name for it.
     """
 
     name: str
@@ -56,18 +57,27 @@ class Parameter:
     low_open: bool = False
     high_open: bool = False
     choices: tuple[str, ...] = ()
+    boolean: bool = False
+    integer: bool = False
 
     @property
     def range_text(self) -> str:
         """The accepted values as the documentation and error details spell them."""
+        if self.boolean:
+            return "true or false"
         if self.choices:
             return "one of " + ", ".join(self.choices)
         left = "(" if self.low_open else "["
         right = ")" if self.high_open else "]"
-        return f"{left}{_number(self.low)}, {_number(self.high)}{right}"
+        interval = f"{left}{_number(self.low)}, {_number(self.high)}{right}"
+        return f"whole numbers in {interval}" if self.integer else interval
 
     def problem(self, value: object) -> str | None:
         """What is wrong with ``value`` for this parameter (naming the range), or ``None``."""
+        if self.boolean:
+            if isinstance(value, bool):
+                return None
+            return f"must be true or false, got {_shown(value)}"
         if self.choices:
             if isinstance(value, str) and value in self.choices:
                 return None
@@ -81,6 +91,8 @@ class Parameter:
         above = value >= self.high if self.high_open else value > self.high
         if below or above:
             return f"must be in {self.range_text}, got {_shown(value)}"
+        if self.integer and value != int(value):
+            return f"must be one of the {self.range_text}, got {_shown(value)}"
         return None
 
 

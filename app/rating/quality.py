@@ -18,19 +18,31 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
 from app.rating import _special
-from app.rating.base import RatingInputError, Teams, check_positive, check_teams, check_weights
+from app.rating.base import (
+    RatingInputError,
+    RatingModel,
+    Teams,
+    Weights,
+    check_positive,
+    check_teams,
+    check_weights,
+)
 from app.rating.gaussian import cdf
 
 __all__ = [
     "MIN_TEAM_VARIANCE",
     "QUALITY_FLOOR",
+    "PredictedRank",
     "entrant_quality",
     "gaussian_win_probabilities",
     "match_quality",
+    "predict_rank",
+    "ranks_from_pairwise",
 ]
 
 #: The smallest quality returned: the smallest positive normal float. A quality below it
@@ -226,3 +238,68 @@ def gaussian_win_probabilities(means: Sequence[float], variances: Sequence[float
     p = np.exp(log_p - _special.logsumexp(log_p))
     p /= p.sum()
     return [float(v) for v in p]
+
+
+class PredictedRank(NamedTuple):
+    """One team's predicted place: ``rank`` 1 is first (equal chances share a rank, the
+    next rank skipping as many places) and the ``probability`` the place rests on."""
+
+    rank: int
+    probability: float
+
+
+def ranks_from_pairwise(table: Sequence[Sequence[float]]) -> list[PredictedRank]:
+    """A predicted finishing order from pairwise win probabilities, one entry per team.
+
+    ``table[i][j]`` is P(team i beats team j) (the diagonal is ignored). Team i's
+    probability is the mean of its row, normalised over the teams so they sum to 1
+    (the construction of ``openskill``'s ``predict_rank``); teams are ranked by it, highest
+    first, and teams with exactly equal probabilities share a rank ("1, 1, 3").
+    """
+    k = len(table)
+    means: list[float] = []
+    for i, row in enumerate(table):
+        total = 0.0
+        for j in range(k):
+            if j != i:
+                total += row[j]
+        means.append(total / (k - 1))
+    norm = sum(means)
+    probs = [p / norm for p in means] if norm > 0.0 else [1.0 / k] * k
+    order = sorted(range(k), key=lambda i: -probs[i])
+    ranks = [0] * k
+    current = 1
+    for place, i in enumerate(order):
+        if place and probs[i] < probs[order[place - 1]]:
+            current = place + 1
+        ranks[i] = current
+    return [PredictedRank(r, p) for r, p in zip(ranks, probs, strict=True)]
+
+
+def predict_rank(
+    model: RatingModel, teams: Teams, weights: Weights | None = None
+) -> list[PredictedRank]:
+    """The predicted finishing order of ``teams`` under ``model``, one entry per team.
+
+    A model with a ``predict_rank`` method of its own (the Weng-Lin models: openskill's
+    definition) answers with it. Any other model gets the same construction from its own
+    win probabilities: P(i beats j) is ``model.win_probabilities`` of the two teams alone
+    (with their weights), and ``ranks_from_pairwise`` turns the table into ranks.
+    """
+    own = getattr(model, "predict_rank", None)
+    if callable(own):
+        result: list[PredictedRank] = own(teams, weights)
+        return result
+    k = len(teams)
+    if k < 2:
+        raise RatingInputError("teams", f"a match needs at least two teams, got {k}")
+    if weights is not None and len(weights) != k:
+        raise RatingInputError("weights", f"expected {k} teams of weights, got {len(weights)}")
+    table = [[0.0] * k for _ in range(k)]
+    for i in range(k):
+        for j in range(i + 1, k):
+            pair_weights = None if weights is None else [weights[i], weights[j]]
+            p_i, p_j = model.win_probabilities([teams[i], teams[j]], pair_weights)
+            table[i][j] = p_i
+            table[j][i] = p_j
+    return ranks_from_pairwise(table)

@@ -10,6 +10,34 @@ from app.rating.params import Parameter
 
 #: The algorithms a ladder may use.
 ALGORITHMS = ("trueskill", "plackett_luce", "elo", "glicko2")
+#: The Weng-Lin models beside Plackett-Luce: built by name for the core and ``ratings
+#: evaluate`` / ``ratings fit``; ladders do not store them yet.
+WENG_LIN_MODELS = (
+    "bradley_terry_full",
+    "bradley_terry_part",
+    "thurstone_mosteller_full",
+    "thurstone_mosteller_part",
+)
+#: Every model ``make_model`` builds.
+MODELS = (*ALGORITHMS, *WENG_LIN_MODELS)
+
+
+def _weng_lin(algorithm: str) -> tuple[Any, tuple[Parameter, ...]]:
+    """The class and parameter table of one of ``WENG_LIN_MODELS``."""
+    from app.rating import bradley_terry, thurstone_mosteller
+
+    return {
+        "bradley_terry_full": (bradley_terry.BradleyTerryFull, bradley_terry.PARAMETERS),
+        "bradley_terry_part": (bradley_terry.BradleyTerryPart, bradley_terry.PART_PARAMETERS),
+        "thurstone_mosteller_full": (
+            thurstone_mosteller.ThurstoneMostellerFull,
+            thurstone_mosteller.PARAMETERS,
+        ),
+        "thurstone_mosteller_part": (
+            thurstone_mosteller.ThurstoneMostellerPart,
+            thurstone_mosteller.PART_PARAMETERS,
+        ),
+    }[algorithm]
 
 
 def make_model(algorithm: str, params: Mapping[str, Any] | None = None) -> RatingModel:
@@ -34,8 +62,10 @@ def make_model(algorithm: str, params: Mapping[str, Any] | None = None) -> Ratin
         from app.rating.glicko2 import Glicko2
 
         cls = Glicko2
+    elif algorithm in WENG_LIN_MODELS:
+        cls = _weng_lin(algorithm)[0]
     else:
-        raise RatingInputError("algorithm", f"must be one of {', '.join(ALGORITHMS)}")
+        raise RatingInputError("algorithm", f"must be one of {', '.join(MODELS)}")
     try:
         model: RatingModel = cls(**params)
     except TypeError as exc:  # an unknown keyword
@@ -61,7 +91,10 @@ def parameters(algorithm: str) -> tuple[Parameter, ...]:
         from app.rating import glicko2
 
         return glicko2.PARAMETERS
-    raise RatingInputError("algorithm", f"must be one of {', '.join(ALGORITHMS)}")
+    if algorithm in WENG_LIN_MODELS:
+        specs: tuple[Parameter, ...] = _weng_lin(algorithm)[1]
+        return specs
+    raise RatingInputError("algorithm", f"must be one of {', '.join(MODELS)}")
 
 
 def check_parameters(algorithm: str, params: Mapping[str, object]) -> dict[str, float | str]:
@@ -84,7 +117,7 @@ def check_parameters(algorithm: str, params: Mapping[str, object]) -> dict[str, 
         problem = spec.problem(value)
         if problem is not None:
             raise RatingInputError(spec.name, problem)
-        full[spec.name] = value if isinstance(value, str) else float(value)  # type: ignore[arg-type]
+        full[spec.name] = value if isinstance(value, str | bool) else float(value)  # type: ignore[arg-type]
     if algorithm == "elo":
         from app.rating.elo import k_factor_problem
 

@@ -1,10 +1,12 @@
-"""Use case: quality, win and draw probabilities of proposed teams (nothing is written)."""
+"""Use case: quality, win and draw probabilities and the predicted finishing order of
+proposed teams (nothing is written)."""
 
 from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
 from app.api.schemas import (
+    PredictedRankOut,
     QualityOut,
     QualityRequest,
 )
@@ -15,6 +17,7 @@ from app.domain.ladders import (
 )
 from app.errors import InvalidInput
 from app.rating.base import RatingInputError
+from app.rating.quality import predict_rank
 from app.services.players import rating_of
 from app.storage import repositories
 from app.storage.models import Ladder
@@ -25,7 +28,8 @@ def _invalid(exc: RatingInputError) -> InvalidInput:
 
 
 def predict(*, session: Session, ladder: Ladder, body: QualityRequest) -> QualityOut:
-    """Quality, win and draw probabilities of proposed teams; nothing is written."""
+    """Quality, win and draw probabilities and predicted ranks of proposed teams; nothing
+    is written."""
     config = ladder_config(ladder)
     player_ids = [player for team in body.teams for player in team]
     rows = repositories.get_ratings(session=session, ladder_id=ladder.id, player_ids=player_ids)
@@ -38,11 +42,17 @@ def predict(*, session: Session, ladder: Ladder, body: QualityRequest) -> Qualit
         quality = config.model.quality(teams, body.weights)
         win = config.model.win_probabilities(teams, body.weights)
         draw = config.model.draw_probability(teams, body.weights)
+        ranks = predict_rank(config.model, teams, body.weights)
     except RatingInputError as exc:
         raise _invalid(exc) from None
     except NUMERIC_ERRORS as exc:
         raise degenerate(ladder, exc) from None
-    numbers = [quality, *win] + ([] if draw is None else [draw])
+    numbers = [quality, *win, *(r.probability for r in ranks)] + ([] if draw is None else [draw])
     if not all(0.0 <= x <= 1.0 for x in numbers):
         raise degenerate(ladder, ArithmeticError(f"probabilities {numbers!r}"))
-    return QualityOut(quality=quality, win_probabilities=win, draw_probability=draw)
+    return QualityOut(
+        quality=quality,
+        win_probabilities=win,
+        draw_probability=draw,
+        predicted_ranks=[PredictedRankOut(rank=r.rank, probability=r.probability) for r in ranks],
+    )

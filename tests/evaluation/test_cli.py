@@ -277,3 +277,30 @@ def test_glicko2_is_evaluated_and_fitted(
     }
     assert result.train_loss <= result.train_loss_default
     assert 0.1 <= float(result.params["tau"]) <= 2.0
+
+
+def test_evaluate_and_fit_the_other_weng_lin_models(
+    write_matches: WriteMatches, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_matches(_league(5, 40))
+    names = (
+        "bradley_terry_full,bradley_terry_part,thurstone_mosteller_full,thurstone_mosteller_part"
+    )
+    assert main(["evaluate", str(path), "--algorithms", names]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 5  # the header, one row per model
+    for name, line in zip(names.split(","), lines[1:], strict=True):
+        assert name in line and "%" in line
+    assert (
+        main(
+            ["fit", str(path), "--algorithm", "thurstone_mosteller_part", "--max-evaluations", "6"]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[-2] == "ladder params:"
+    ladder = json.loads(out[-1])
+    assert ladder["algorithm"] == "thurstone_mosteller_part"
+    params = ladder["params"]
+    assert set(params) >= {"beta", "tau", "epsilon", "window_size", "limit_sigma"}
+    assert params["window_size"] == 4.0 and params["limit_sigma"] is False

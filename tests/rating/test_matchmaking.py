@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from app.rating.base import Rating, RatingInputError
+from app.rating.bradley_terry import BradleyTerryPart
 from app.rating.elo import Elo
 from app.rating.matchmaking import (
     EXACT_MAX_PLAYERS,
@@ -29,11 +30,14 @@ from app.rating.matchmaking import (
     team_sizes,
 )
 from app.rating.plackett_luce import PlackettLuce
+from app.rating.thurstone_mosteller import ThurstoneMostellerFull
 from app.rating.trueskill import TrueSkill
 
 MODELS: dict[str, Any] = {
     "trueskill": TrueSkill(),
     "plackett_luce": PlackettLuce(),
+    "bradley_terry_part": BradleyTerryPart(beta=3.0),
+    "thurstone_mosteller_full": ThurstoneMostellerFull(),
     "elo": Elo(),
     "elo_gaussian": Elo(model="gaussian", beta=150.0),
 }

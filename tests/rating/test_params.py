@@ -20,16 +20,16 @@ from app.rating import glicko2
 from app.rating.base import Rating, RatingInputError, RatingModel, VolatileRating, age
 from app.rating.matchmaking import balanced_split
 from app.rating.params import LADDER_PARAMETERS, MAX_LENGTH, MAX_MEAN, MIN_LENGTH, Parameter
-from app.rating.registry import ALGORITHMS, check_parameters, make_model, parameters
+from app.rating.registry import ALGORITHMS, MODELS, check_parameters, make_model, parameters
 from app.rating.replay import MIN_FAST_MATCHES, ReplayMatch, replay
 
-BAYESIAN = ("trueskill", "plackett_luce", "glicko2")
+BAYESIAN = tuple(a for a in MODELS if a != "elo")
 #: The algorithms whose ladders add ``LADDER_PARAMETERS`` (Glicko-2 holds its own).
-LADDER_LEVEL = ("trueskill", "plackett_luce")
+LADDER_LEVEL = tuple(a for a in MODELS if a not in ("elo", "glicko2"))
 
 
 def test_the_tables_hold_the_models_defaults() -> None:
-    for algorithm in ALGORITHMS:
+    for algorithm in MODELS:
         table = {spec.name: spec.default for spec in parameters(algorithm)}
         assert table == make_model(algorithm).params
         assert check_parameters(algorithm, {}) == make_model(algorithm).params
@@ -40,7 +40,7 @@ def test_the_tables_hold_the_models_defaults() -> None:
 
 
 def test_every_default_is_inside_its_range() -> None:
-    for algorithm in ALGORITHMS:
+    for algorithm in MODELS:
         for spec in (*parameters(algorithm), *LADDER_PARAMETERS):
             assert spec.problem(spec.default) is None, (algorithm, spec.name)
 
@@ -64,8 +64,12 @@ def _outside(spec: Parameter) -> list[float]:
 
 
 def _value(spec: Parameter) -> st.SearchStrategy[Any]:
+    if spec.boolean:
+        return st.booleans()
     if spec.choices:
         return st.sampled_from(spec.choices)
+    if spec.integer:
+        return st.integers(int(spec.low), int(spec.high)).map(float)
     edges = st.sampled_from(_edges(spec))
     if spec.low > 0.0:  # scales: log-uniform, so every decade is drawn
         inner = st.floats(math.log10(spec.low), math.log10(spec.high)).map(lambda e: 10.0**e)
@@ -178,7 +182,7 @@ SETTINGS = settings(
 )
 
 
-@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("algorithm", MODELS)
 def test_every_computation_is_finite_inside_the_bounds(algorithm: str) -> None:
     @SETTINGS
     @given(params=_params(algorithm))
@@ -189,18 +193,18 @@ def test_every_computation_is_finite_inside_the_bounds(algorithm: str) -> None:
     check()
 
 
-@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("algorithm", MODELS)
 def test_every_corner_of_the_bounds_is_finite(algorithm: str) -> None:
     """Each scale at each of its bounds with the others at theirs: the grid of extremes."""
     specs = parameters(algorithm)
     for spec in specs:
-        if spec.choices:
+        if spec.choices or spec.boolean:
             continue
         for value in _edges(spec)[:2]:
             for others in ("low", "high"):
                 params: dict[str, Any] = {spec.name: value}
                 for other in specs:
-                    if other is spec or other.choices:
+                    if other is spec or other.choices or other.boolean:
                         continue
                     bound = other.low if others == "low" else other.high
                     params[other.name] = other.default if other.problem(bound) else bound
@@ -220,11 +224,13 @@ def test_every_corner_of_the_bounds_is_finite(algorithm: str) -> None:
                     _exercise(make_model(algorithm, params), True)
 
 
-@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("algorithm", MODELS)
 def test_just_outside_a_bound_names_the_parameter_and_its_range(algorithm: str) -> None:
     for spec in parameters(algorithm):
         if spec.choices:
             bad: list[Any] = ["", spec.choices[0].upper(), 1.0]
+        elif spec.boolean:
+            bad = [0, 1.0, "true", None]
         else:
             bad = [*_outside(spec), math.nan, math.inf, "1.0", True]
         for value in bad:

@@ -12,6 +12,7 @@ import json
 import math
 import random
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 import pytest
@@ -54,6 +55,7 @@ def test_defaults_are_the_papers_and_openskills() -> None:
         "beta": 25.0 / 6,
         "tau": 25.0 / 300,
         "kappa": 1e-4,
+        "limit_sigma": False,
     }
     assert model.rating() == Rating(25.0, 25.0 / 3)
     assert model.rating(mu=30.0) == Rating(30.0, 25.0 / 3)
@@ -294,9 +296,15 @@ def test_quality_is_equation_7_for_one_on_one() -> None:
     assert model.quality([[a, b], [b, a]]) > model.quality([[a, a], [b, b]])
 
 
-def test_draw_probability_is_undefined() -> None:
+def test_draw_probability_is_openskills_predict_draw() -> None:
+    # Two new players: n = 2, eps = sqrt(2) beta Phi^-1(3/4), c^2 = 2 beta^2 + 2 sigma^2.
     model = PlackettLuce()
-    assert model.draw_probability([[model.rating()], [model.rating()]]) is None
+    beta, sigma = 25 / 6, 25 / 3
+    eps = math.sqrt(2) * beta * NormalDist().inv_cdf(0.75)
+    c = math.sqrt(2 * beta**2 + 2 * sigma**2)
+    expected = NormalDist().cdf(eps / c) - NormalDist().cdf(-eps / c)
+    got = model.draw_probability([[model.rating()], [model.rating()]])
+    assert got == pytest.approx(expected, abs=1e-14)
     with pytest.raises(RatingInputError) as info:
         model.draw_probability([[model.rating()]])
     assert info.value.argument == "teams"

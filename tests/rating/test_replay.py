@@ -10,9 +10,11 @@ import numpy as np
 import pytest
 
 from app.rating.base import Rating, RatingInputError, RatingModel, age
+from app.rating.bradley_terry import BradleyTerryFull, BradleyTerryPart
 from app.rating.elo import Elo
 from app.rating.plackett_luce import PlackettLuce
 from app.rating.replay import ReplayMatch, ReplayResult, replay
+from app.rating.thurstone_mosteller import ThurstoneMostellerFull, ThurstoneMostellerPart
 from app.rating.trueskill import TrueSkill
 
 TOL = 1e-12
@@ -292,12 +294,33 @@ MODELS: list[tuple[str, RatingModel]] = [
     ("trueskill-wide-draws", TrueSkill(draw_probability=0.6, beta=2.0)),
     ("plackett-luce", PlackettLuce()),
     ("plackett-luce-tight", PlackettLuce(beta=1.0, tau=0.0, kappa=0.3)),
+    ("plackett-luce-limit-sigma", PlackettLuce(tau=1.0, limit_sigma=True)),
     *[
         (f"elo-{mp}-{kind}-{rule}", Elo(multiplayer=mp, model=kind, rule=rule))
         for mp in ("pairwise_mean", "pairwise_sum", "full")
         for kind, rule in (("logistic", "classic"), ("gaussian", "classic"), ("gaussian", "mle"))
     ],
 ]
+
+
+WENG_LIN: list[tuple[str, RatingModel]] = [
+    ("bradley-terry-full", BradleyTerryFull()),
+    ("bradley-terry-part", BradleyTerryPart(window_size=1, limit_sigma=True)),
+    ("thurstone-mosteller-full", ThurstoneMostellerFull(epsilon=0.5)),
+    ("thurstone-mosteller-part", ThurstoneMostellerPart(tau=1.0, limit_sigma=True)),
+]
+
+
+@pytest.mark.parametrize(("name", "model"), WENG_LIN, ids=[n for n, _ in WENG_LIN])
+def test_weng_lin_replay_is_rate_one_by_one(name: str, model: RatingModel) -> None:
+    """The models without a vectorised kernel replay match by match, exactly."""
+    rng = random.Random(name)
+    mu, sigma = random_table(rng, 80, elo=False)
+    matches = random_matches(rng, 80, 600, SHAPES, draws=0.25, weighted=0.25, day_step=1.5)
+    ref = one_by_one(model, mu, sigma, matches, 0.4, with_quality=True)
+    result = replay(model, mu, sigma, matches, tau_per_day=0.4, with_quality=True)
+    assert_same(result, ref)
+    assert (result.after_sigma != result.before_sigma).any()
 
 
 class TestGroupedAgainstOneByOne:

@@ -48,7 +48,7 @@ def _edge(spec: Parameter, side: str) -> float:
 def _inside_cases(algorithm: str) -> list[dict[str, Any]]:
     """Every number parameter at each of its bounds (the rest at their defaults), and all
     of them at their low bounds, and at their high ones, together."""
-    numeric = [spec for spec in _table(algorithm) if not spec.choices]
+    numeric = [spec for spec in _table(algorithm) if not (spec.choices or spec.boolean)]
     cases: list[dict[str, Any]] = [
         {spec.name: _edge(spec, side)} for spec in numeric for side in ("low", "high")
     ]
@@ -145,6 +145,9 @@ def _outside_cases() -> list[tuple[str, str, Any]]:
             if spec.choices:
                 cases += [(algorithm, spec.name, "Logistic"), (algorithm, spec.name, 1.0)]
                 continue
+            if spec.boolean:
+                cases += [(algorithm, spec.name, "true"), (algorithm, spec.name, 1)]
+                continue
             low = spec.low if spec.low_open else math.nextafter(spec.low, -math.inf)
             high = spec.high if spec.high_open else math.nextafter(spec.high, math.inf)
             cases += [(algorithm, spec.name, low), (algorithm, spec.name, high)]
@@ -214,6 +217,7 @@ def test_elo_two_against_one_at_equal_ratings_is_an_even_match(
         "quality": 1.0,
         "win_probabilities": [0.5, 0.5],
         "draw_probability": None,
+        "predicted_ranks": [{"rank": 1, "probability": 0.5}, {"rank": 1, "probability": 0.5}],
     }
 
 
@@ -236,6 +240,9 @@ def test_the_openapi_document_gives_every_range(client: TestClient) -> None:
             assert spec.range_text in field["description"]
             if spec.choices:
                 assert field["enum"] == list(spec.choices)
+                continue
+            if spec.boolean:
+                assert field["type"] == "boolean"
                 continue
             assert field[("exclusiveMinimum" if spec.low_open else "minimum")] == spec.low
             assert field[("exclusiveMaximum" if spec.high_open else "maximum")] == spec.high

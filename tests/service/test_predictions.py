@@ -6,6 +6,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.rating.base import Rating
+from app.rating.quality import predict_rank
 from app.rating.registry import make_model
 from tests.service.helpers import assert_problem, create_ladder, post_match, table_counts
 
@@ -35,7 +36,29 @@ def test_quality_equals_the_core(client: TestClient, database_url: str, algorith
     assert sum(got["win_probabilities"]) == pytest.approx(1.0)
     draw = model.draw_probability(teams, weights)
     assert got["draw_probability"] == (None if draw is None else pytest.approx(draw, rel=1e-12))
+    ranks = predict_rank(model, teams, weights)
+    assert [r["rank"] for r in got["predicted_ranks"]] == [r.rank for r in ranks]
+    assert [r["probability"] for r in got["predicted_ranks"]] == pytest.approx(
+        [r.probability for r in ranks], rel=1e-12
+    )
     assert table_counts(database_url) == before  # nothing written, not even the new players
+
+
+@pytest.mark.parametrize("algorithm", ["trueskill", "plackett_luce", "elo"])
+def test_predicted_ranks_order_the_teams(client: TestClient, algorithm: str) -> None:
+    create_ladder(client, "l", algorithm=algorithm)
+    for _ in range(3):
+        post_match(client, "l", {"teams": [["a"], ["b"], ["c"]]})
+    got = client.post("/v1/ladders/l/quality", json={"teams": [["c"], ["a"], ["b"]]}).json()
+    ranks = got["predicted_ranks"]
+    assert [r["rank"] for r in ranks] == [3, 1, 2]
+    assert sum(r["probability"] for r in ranks) == pytest.approx(1.0)
+    # Two new players: even chances share the first place.
+    even = client.post("/v1/ladders/l/quality", json={"teams": [["x"], ["y"]]}).json()
+    assert even["predicted_ranks"] == [
+        {"rank": 1, "probability": pytest.approx(0.5)},
+        {"rank": 1, "probability": pytest.approx(0.5)},
+    ]
 
 
 def test_even_match_of_new_players(client: TestClient) -> None:

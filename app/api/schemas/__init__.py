@@ -74,6 +74,7 @@ ParamValue = (
     Annotated[int, Field(strict=True)]
     | Annotated[float, Field(strict=True, allow_inf_nan=False)]
     | Annotated[str, StringConstraints(min_length=1, max_length=64)]
+    | Annotated[bool, Field(strict=True)]
 )
 
 
@@ -177,6 +178,8 @@ class TeamsBody(RequestBody):
 
 def _parameter_field(spec: Parameter) -> tuple[Any, Any]:
     description = f"{spec.description} Default {spec.default!r}; range {spec.range_text}."
+    if spec.boolean:
+        return bool, Field(default=spec.default, description=description, strict=True)
     if spec.choices:
         return Literal[spec.choices], Field(default=spec.default, description=description)
     low, high = spec.low, spec.high
@@ -282,7 +285,7 @@ class LadderOut(BaseModel):
 
     id: str
     algorithm: Algorithm
-    params: dict[str, float | str]
+    params: dict[str, bool | float | str]
     description: str | None
     created_at: datetime
     players: int
@@ -918,6 +921,16 @@ class QualityRequest(TeamsBody):
     )
 
 
+class PredictedRankOut(BaseModel):
+    """One team's predicted place in the finishing order."""
+
+    rank: int = Field(description="1 is first; teams with equal chances share a rank.")
+    probability: float = Field(
+        description="The team's mean chance of beating each other team, normalised over "
+        "the teams to sum to 1; the ranks follow it, highest first."
+    )
+
+
 class QualityOut(BaseModel):
     model_config = ConfigDict(
         json_schema_extra={
@@ -926,6 +939,10 @@ class QualityOut(BaseModel):
                     "quality": 0.4472135954999579,
                     "win_probabilities": [0.5, 0.5],
                     "draw_probability": 0.1,
+                    "predicted_ranks": [
+                        {"rank": 1, "probability": 0.5},
+                        {"rank": 1, "probability": 0.5},
+                    ],
                 }
             ]
         }
@@ -934,6 +951,9 @@ class QualityOut(BaseModel):
     quality: float = Field(description="How balanced the match is, in (0, 1].")
     win_probabilities: list[float] = Field(description="One per team, summing to 1.")
     draw_probability: float | None = Field(description="Null where the model has no draws.")
+    predicted_ranks: list[PredictedRankOut] = Field(
+        description="The predicted finishing order: one entry per team, in the teams' order."
+    )
 
 
 # -- jobs -----------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -94,9 +95,15 @@ def _sequence(
     tie_rate: float,
     weight_rate: float,
     spread: bool = False,
+    oracle: Any = PlackettLuce,
+    skip: Callable[[Any, list[list[Any]], dict[str, Any]], bool] | None = None,
 ) -> dict[str, Any]:
-    """``spread``: players start with scattered means and log-uniform sigmas in [0.3, 80]."""
-    model = PlackettLuce(**params)
+    """``spread``: players start with scattered means and log-uniform sigmas in [0.3, 80].
+
+    ``oracle``: the openskill model class; ``skip(model, teams, outcome)`` redraws a match
+    the oracle cannot be compared on (see ``gen_weng_lin``).
+    """
+    model = oracle(**params)
     if spread:
         pool = [
             model.rating(mu=rng.uniform(-20.0, 20.0), sigma=0.3 * (80.0 / 0.3) ** rng.random())
@@ -120,6 +127,8 @@ def _sequence(
         weights = _weights(rng, sizes) if rng.random() < weight_rate else None
         if _degenerate(teams, outcome, weights):
             continue
+        if skip is not None and skip(model, teams, outcome):
+            continue
         given = [[[p.mu, p.sigma] for p in team] for team in teams]
         result = model.rate(teams, weights=weights, **outcome)
         for team_ids, team in zip(ids, result, strict=True):
@@ -133,16 +142,24 @@ def _sequence(
     return {"name": name, "params": params, "matches": matches}
 
 
-def main() -> None:
-    rng = random.Random(SEED)
+def sequences(rng: random.Random, **options: Any) -> list[dict[str, Any]]:
+    """The golden sequences of a Weng-Lin model (``options`` go to ``_sequence``)."""
     defaults: dict[str, Any] = {}
-    sequences = [
-        _sequence(rng, "duels", defaults, ["duel"], 300, 24, 0.1, 0.0),
-        _sequence(rng, "team_games", defaults, ["teams"], 250, 40, 0.1, 0.0),
-        _sequence(rng, "uneven_teams", defaults, ["uneven"], 250, 40, 0.2, 0.0),
-        _sequence(rng, "free_for_all", defaults, ["ffa"], 250, 48, 0.3, 0.0),
+    return [
+        _sequence(rng, "duels", defaults, ["duel"], 300, 24, 0.1, 0.0, **options),
+        _sequence(rng, "team_games", defaults, ["teams"], 250, 40, 0.1, 0.0, **options),
+        _sequence(rng, "uneven_teams", defaults, ["uneven"], 250, 40, 0.2, 0.0, **options),
+        _sequence(rng, "free_for_all", defaults, ["ffa"], 250, 48, 0.3, 0.0, **options),
         _sequence(
-            rng, "partial_play", defaults, ["duel", "teams", "uneven", "ffa"], 250, 48, 0.2, 1.0
+            rng,
+            "partial_play",
+            defaults,
+            ["duel", "teams", "uneven", "ffa"],
+            250,
+            48,
+            0.2,
+            1.0,
+            **options,
         ),
         _sequence(
             rng,
@@ -153,6 +170,7 @@ def main() -> None:
             48,
             0.2,
             0.4,
+            **options,
         ),
         _sequence(
             rng,
@@ -164,13 +182,19 @@ def main() -> None:
             0.2,
             0.3,
             spread=True,
+            **options,
         ),
     ]
+
+
+def main() -> None:
+    rng = random.Random(SEED)
+    sequences_ = sequences(rng)
     OUT.write_text(
-        json.dumps({"oracle": "openskill.models.PlackettLuce", "sequences": sequences}) + "\n"
+        json.dumps({"oracle": "openskill.models.PlackettLuce", "sequences": sequences_}) + "\n"
     )
-    n = sum(len(s["matches"]) for s in sequences)
-    print(f"wrote {n} matches in {len(sequences)} sequences to {OUT}")
+    n = sum(len(s["matches"]) for s in sequences_)
+    print(f"wrote {n} matches in {len(sequences_)} sequences to {OUT}")
 
 
 if __name__ == "__main__":

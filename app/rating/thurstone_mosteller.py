@@ -1,0 +1,200 @@
+"""Bayesian Thurstone-Mosteller rating: Weng and Lin (2011), Algorithm 3 (full pairing) and
+its partial-pairing form.
+
+R. C. Weng and C.-J. Lin, "A Bayesian Approximation Method for Online Ranking", JMLR 12
+(2011) 267-300. Every pair of teams (i, q) is compared as a Thurstone-Mosteller game, a
+Gaussian performance difference with a draw margin epsilon:
+
+    c_iq^2  = sigma_i^2 + sigma_q^2 + 2 beta^2,   x = (theta_i - theta_q) / c_iq,
+    t       = epsilon / c_iq
+    i above q:  Omega_i += sigma_i^2 / c_iq V(x, t),    Delta_i += g W(x, t)
+    i below q:  Omega_i -= sigma_i^2 / c_iq V(-x, t),   Delta_i += g W(-x, t)
+    tied:       Omega_i += sigma_i^2 / c_iq V~(x, t),   Delta_i += g W~(x, t)
+    g = gamma_iq sigma_i^2 / c_iq^2,  gamma_iq = sigma_i / c_iq
+
+with the paper's V(x, t) = N(x - t) / Phi(x - t), W = V (V + x - t) and their two-sided
+draw forms V~, W~ (section 3, equations (50)-(53)). The final step and everything else the
+family shares is ``app.rating.weng_lin``.
+
+V, W, V~ and W~ are the TrueSkill paper's truncated-Gaussian functions of
+``app.rating.gaussian`` (the same definitions), accurate in both tails and with W in
+[0, 1), so no comparison can grow a variance. This is where the numbers part from the
+``openskill`` package, on purpose, and only far in the tails: openskill evaluates
+Phi(x) as (1 + erf(x / sqrt 2)) / 2, which has lost half its digits by x = -7 and all of
+them by x = -8.1 (where its W reaches 10 and a surprised player's sigma collapses to the
+kappa floor), cuts V and W off to -(x - t) and [x < 0] below that, and replaces V~ by the
+straight line -x +- t once the draw mass is below 1e-5 (for the default parameters a draw
+between teams about 3.4 c_iq apart, where that line is off by about 1/|x|). Away from
+those regions the two agree to 1e-9.
+
+``ThurstoneMostellerPart`` follows ``openskill``'s ``ThurstoneMostellerPart``: the teams up
+to ``window_size`` places away in the finishing order are compared (ties in their listed
+order), the sums are averaged over them, c_iq is twice the full-pairing one, and a team
+whose Omega_i is exactly 0 divides by its players' partial-play weights.
+"""
+
+from __future__ import annotations
+
+import math
+
+from app.rating.base import check_positive
+from app.rating.bradley_terry import WINDOW
+from app.rating.gaussian import trunc_draw, trunc_win
+from app.rating.params import MAX_LENGTH, Parameter
+from app.rating.weng_lin import PARAMETERS as _FAMILY_PARAMETERS
+from app.rating.weng_lin import WengLin, check_window, team_order
+
+__all__ = ["PARAMETERS", "PART_PARAMETERS", "ThurstoneMostellerFull", "ThurstoneMostellerPart"]
+
+EPSILON = Parameter(
+    "epsilon",
+    0.1,
+    "Draw margin of a comparison: performances closer than this draw.",
+    "epsilon",
+    0.0,
+    MAX_LENGTH,
+)
+
+#: The parameters of a full-pairing ladder, with the ranges it accepts.
+PARAMETERS = (*_FAMILY_PARAMETERS, EPSILON)
+#: The parameters of a partial-pairing ladder.
+PART_PARAMETERS = (*_FAMILY_PARAMETERS, EPSILON, WINDOW)
+
+_sqrt = math.sqrt
+
+
+class ThurstoneMostellerFull(WengLin):
+    r"""The Bayesian Thurstone-Mosteller model with full pairing (Weng and Lin, Algorithm 3).
+
+    Parameters: those of the family (``WengLin``: mu, sigma, beta, tau, kappa,
+    limit_sigma) and ``epsilon`` (:math:`\epsilon`, 0.1): the draw margin of a comparison.
+    """
+
+    name: str = "thurstone_mosteller_full"
+
+    __slots__ = ("_epsilon",)
+
+    #: The factor of c_iq (``ThurstoneMostellerPart`` doubles it) and the averaging.
+    _C_FACTOR: float = 1.0
+
+    def __init__(
+        self,
+        mu: float = 25.0,
+        sigma: float = 25.0 / 3.0,
+        beta: float = 25.0 / 6.0,
+        tau: float = 25.0 / 300.0,
+        kappa: float = 1e-4,
+        limit_sigma: bool = False,
+        epsilon: float = 0.1,
+    ) -> None:
+        super().__init__(mu, sigma, beta, tau, kappa, limit_sigma)
+        self._epsilon = check_positive("epsilon", epsilon, allow_zero=True)
+
+    @property
+    def params(self) -> dict[str, float | str]:
+        """Every parameter with its value (a fresh dict: changing it changes nothing here)."""
+        return {**super().params, "epsilon": self._epsilon}
+
+    def _pair(
+        self, ti: float, vi: float, ri: float, tq: float, vq: float, rq: float
+    ) -> tuple[float, float]:
+        """The terms of one comparison: (Omega_i / sigma_i^2, Delta_i / sigma_i^3)."""
+        c2 = vi + vq + 2.0 * self._beta2
+        c = _sqrt(c2) * self._C_FACTOR
+        x = (ti - tq) / c
+        t = self._epsilon / c
+        if rq > ri:
+            v, one_minus_w = trunc_win(x, t)
+        elif rq < ri:
+            v, one_minus_w = trunc_win(-x, t)
+            v = -v
+        else:
+            v, one_minus_w = trunc_draw(x, t)
+        return v / c, (1.0 - one_minus_w) / (c * c * c)
+
+    def _team_steps(
+        self, theta: list[float], var: list[float], ranks: list[float] | None
+    ) -> tuple[list[float], list[float]]:
+        """Sum the comparisons with every other team q.
+
+        Each pair is evaluated once: q's comparison with i is i's seen from the other
+        side, V(-x) of the opposite outcome = -V(x) and the same W (V~ odd, W~ even).
+        """
+        k = len(theta)
+        om = [0.0] * k
+        de = [0.0] * k
+        pair = self._pair
+        for i in range(k):
+            ti = theta[i]
+            vi = var[i]
+            ri = i if ranks is None else ranks[i]
+            for q in range(i + 1, k):
+                a, b = pair(ti, vi, ri, theta[q], var[q], q if ranks is None else ranks[q])
+                om[i] += a
+                om[q] -= a
+                de[i] += b
+                de[q] += b
+        return om, [d * _sqrt(v) for d, v in zip(de, var, strict=True)]
+
+
+class ThurstoneMostellerPart(ThurstoneMostellerFull):
+    r"""The Bayesian Thurstone-Mosteller model with partial pairing (``openskill``'s form).
+
+    Parameters: those of ``ThurstoneMostellerFull`` and ``window_size`` (4): the teams up
+    to that many places away in the finishing order are compared, the sums averaged over
+    them, with c_iq doubled (see the module).
+    """
+
+    name: str = "thurstone_mosteller_part"
+    _ZERO_STEP_GAINS = False
+    _C_FACTOR = 2.0
+
+    __slots__ = ("_window",)
+
+    def __init__(
+        self,
+        mu: float = 25.0,
+        sigma: float = 25.0 / 3.0,
+        beta: float = 25.0 / 6.0,
+        tau: float = 25.0 / 300.0,
+        kappa: float = 1e-4,
+        limit_sigma: bool = False,
+        epsilon: float = 0.1,
+        window_size: float = 4,
+    ) -> None:
+        super().__init__(mu, sigma, beta, tau, kappa, limit_sigma, epsilon)
+        self._window = check_window(window_size)
+
+    @property
+    def params(self) -> dict[str, float | str]:
+        """Every parameter with its value (a fresh dict: changing it changes nothing here)."""
+        return {**super().params, "window_size": float(self._window)}
+
+    def _team_steps(
+        self, theta: list[float], var: list[float], ranks: list[float] | None
+    ) -> tuple[list[float], list[float]]:
+        """The comparisons with the neighbours within the window, averaged."""
+        k = len(theta)
+        order = team_order(ranks, k)
+        window = self._window
+        step = [0.0] * k
+        shrink = [0.0] * k
+        pair = self._pair
+        for pos, i in enumerate(order):
+            ti = theta[i]
+            vi = var[i]
+            ri = pos if ranks is None else ranks[i]
+            om = 0.0
+            de = 0.0
+            lo = pos - window if pos > window else 0
+            hi = pos + window + 1 if pos + window + 1 < k else k
+            for qpos in range(lo, hi):
+                if qpos != pos:
+                    q = order[qpos]
+                    a, b = pair(ti, vi, ri, theta[q], var[q], qpos if ranks is None else ranks[q])
+                    om += a
+                    de += b
+            n = hi - lo - 1
+            step[i] = om / n
+            shrink[i] = de * _sqrt(vi) / n
+        return step, shrink

@@ -1,0 +1,445 @@
+"""What the Bayesian models of Weng and Lin (2011) share.
+
+R. C. Weng and C.-J. Lin, "A Bayesian Approximation Method for Online Ranking", JMLR 12
+(2011) 267-300. Every model of the family keeps a Gaussian belief N(mu, sigma^2) per
+player, rates a team i by theta_i = sum of its players' means and sigma_i^2 = sum of
+their variances, widens every belief by the dynamics tau first (section 3.4), computes per
+team the two sums of its algorithm,
+
+    Omega_i  (the mean step of the team)   and   Delta_i  (its variance reduction),
+
+and moves every player j of team i by the same final step (Algorithms 1 to 4, the end):
+
+    mu_ij    <- mu_ij + sigma_ij^2 / sigma_i^2 * Omega_i
+    sigma_ij <- sigma_ij * sqrt(max(1 - sigma_ij^2 / sigma_i^2 * Delta_i, kappa)).
+
+Only Omega_i and Delta_i differ between the algorithms (``WengLin._team_steps``); the
+team aggregation, the outcome (ranks, scores, ties), partial play, the dynamics, kappa,
+``limit_sigma`` and the predictions live here once.
+
+The numbers agree with the ``openskill`` package's models of the same names built with the
+same parameters; where that package departs from the paper the departure is followed and
+written down where it applies (partial play: ``partial_play``; predictions: the methods).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from app.rating.base import (
+    Rating,
+    RatingInputError,
+    Teams,
+    Weights,
+    check_finite,
+    check_positive,
+    check_teams,
+    check_weights,
+    outcome_ranks,
+)
+from app.rating.gaussian import ppf
+from app.rating.params import MAX_LENGTH, MAX_MEAN, MIN_LENGTH, Parameter
+from app.rating.quality import PredictedRank, match_quality, ranks_from_pairwise
+
+__all__ = ["MIN_KAPPA", "PARAMETERS", "WengLin", "partial_play"]
+
+#: The smallest variance floor a ladder accepts: one match then shrinks a deviation by at
+#: most a factor sqrt(1e-12) = 1e-6, so no sigma can fall out of the float range.
+MIN_KAPPA = 1e-12
+
+#: The parameters every model of the family has, with the ranges a ladder accepts.
+PARAMETERS = (
+    Parameter("mu", 25.0, "Prior skill mean of a new player.", "mu_0", -MAX_MEAN, MAX_MEAN),
+    Parameter(
+        "sigma",
+        25.0 / 3.0,
+        "Prior skill deviation of a new player.",
+        "sigma_0",
+        MIN_LENGTH,
+        MAX_LENGTH,
+    ),
+    Parameter(
+        "beta",
+        25.0 / 6.0,
+        "Performance deviation around the skill.",
+        "beta",
+        MIN_LENGTH,
+        MAX_LENGTH,
+    ),
+    Parameter(
+        "tau",
+        25.0 / 300.0,
+        "Dynamics deviation added before every match (0 turns it off).",
+        "tau",
+        0.0,
+        MAX_LENGTH,
+    ),
+    Parameter(
+        "kappa",
+        1e-4,
+        "Floor of the variance factor of an update, so sigma stays > 0.",
+        "kappa",
+        MIN_KAPPA,
+        1.0,
+        high_open=True,
+    ),
+    Parameter(
+        "limit_sigma",
+        False,
+        "If true, no sigma ends a match above its value before it (the dynamics included).",
+        "",
+        boolean=True,
+    ),
+)
+
+_sqrt = math.sqrt
+_isfinite = math.isfinite
+_erfc = math.erfc
+_new_rating = tuple.__new__
+_INV_SQRT2 = 1.0 / math.sqrt(2.0)
+
+#: openskill's partial-play rescaling: each team's weights are mapped linearly onto
+#: [_WEIGHT_LOW, _WEIGHT_HIGH] (its ``weight_bounds`` default).
+_WEIGHT_LOW = 1.0
+_WEIGHT_HIGH = 2.0
+#: The range openskill substitutes when every weight in a team is equal.
+_WEIGHT_FLAT_RANGE = 0.0001
+
+
+def partial_play(weights: list[list[float]]) -> list[list[float]]:
+    """Rescale partial-play weights as ``openskill`` does before the update.
+
+    Within each team the smallest weight maps to 1 and the largest to 2, linearly; a team
+    whose weights are all equal gets 1 for everyone; a one-player team gets 2 whatever
+    its weight. Only the relative play time inside a team matters.
+    """
+    out: list[list[float]] = []
+    span = _WEIGHT_HIGH - _WEIGHT_LOW
+    for ws in weights:
+        if len(ws) == 1:
+            out.append([_WEIGHT_HIGH])
+            continue
+        lo = min(ws)
+        rng = max(ws) - lo
+        if rng == 0.0:
+            rng = _WEIGHT_FLAT_RANGE
+        out.append([(w - lo) / rng * span + _WEIGHT_LOW for w in ws])
+    return out
+
+
+def checked_rating(rating: Rating, argument: str) -> Rating:
+    """A Bayesian rating with finite mu and finite sigma > 0, else the error naming it."""
+    if not isinstance(rating, Rating):
+        raise RatingInputError(argument, "is not a Rating")
+    mu, sigma = rating
+    if not _isfinite(mu):
+        raise RatingInputError(argument, "mu is not finite")
+    if not (_isfinite(sigma) and sigma > 0.0):
+        raise RatingInputError(argument, f"sigma must be finite and > 0, got {sigma!r}")
+    return rating
+
+
+def _cdf(x: float) -> float:
+    return 0.5 * _erfc(-x * _INV_SQRT2)
+
+
+class WengLin:
+    r"""The shared part of the Weng-Lin models; a subclass gives ``_team_steps``.
+
+    Parameters (the paper's symbols; defaults as in ``rating-models.md`` sections 3, 7):
+
+    - ``mu`` (:math:`\mu_0`, 25): prior mean of a new player.
+    - ``sigma`` (:math:`\sigma_0`, 25/3): prior standard deviation of a new player.
+    - ``beta`` (:math:`\beta`, 25/6): standard deviation of a performance around the skill.
+    - ``tau`` (:math:`\tau`, 25/300): dynamics added before each match,
+      sigma' = sqrt(sigma^2 + tau^2); 0 turns it off.
+    - ``kappa`` (:math:`\kappa`, 1e-4): floor of the variance factor
+      1 - sigma_ij^2 / sigma_i^2 * Delta_i, in (0, 1), so sigma stays > 0.
+    - ``limit_sigma`` (false): when true a player's sigma after the match is at most its
+      sigma before it, dynamics included (``openskill``'s option of that name).
+
+    The object is immutable after construction; every method returns new values.
+    """
+
+    name: str = ""
+    #: Whether a team whose Omega_i is exactly 0 multiplies by the partial-play weight
+    #: (``True``) or divides by it (``False``; see ``_apply``).
+    _ZERO_STEP_GAINS: bool = True
+
+    __slots__ = ("_beta", "_beta2", "_kappa", "_limit_sigma", "_mu", "_sigma", "_tau", "_tau2")
+
+    def __init__(
+        self,
+        mu: float = 25.0,
+        sigma: float = 25.0 / 3.0,
+        beta: float = 25.0 / 6.0,
+        tau: float = 25.0 / 300.0,
+        kappa: float = 1e-4,
+        limit_sigma: bool = False,
+    ) -> None:
+        self._mu = check_finite("mu", mu)
+        self._sigma = check_positive("sigma", sigma)
+        self._beta = check_positive("beta", beta)
+        self._tau = check_positive("tau", tau, allow_zero=True)
+        self._kappa = check_positive("kappa", kappa)
+        if self._kappa >= 1.0:
+            raise RatingInputError("kappa", f"must be < 1 (a variance floor), got {kappa!r}")
+        if not isinstance(limit_sigma, bool):
+            raise RatingInputError("limit_sigma", f"must be true or false, got {limit_sigma!r}")
+        self._limit_sigma = limit_sigma
+        # Precomputed for the hot path.
+        self._beta2 = self._beta * self._beta
+        self._tau2 = self._tau * self._tau
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
+        return f"{type(self).__name__}({args})"
+
+    @property
+    def params(self) -> dict[str, float | str]:
+        """Every parameter with its value (a fresh dict: changing it changes nothing here)."""
+        return {
+            "mu": self._mu,
+            "sigma": self._sigma,
+            "beta": self._beta,
+            "tau": self._tau,
+            "kappa": self._kappa,
+            "limit_sigma": self._limit_sigma,
+        }
+
+    def rating(self, mu: float | None = None, sigma: float | None = None) -> Rating:
+        """The prior N(mu0, sigma0^2) of a new player, or the given mu and sigma (checked)."""
+        m = self._mu if mu is None else check_finite("mu", mu)
+        s = self._sigma if sigma is None else check_positive("sigma", sigma)
+        return Rating(m, s)
+
+    # ------------------------------------------------------------------ the update
+
+    def rate(
+        self,
+        teams: Teams,
+        ranks: Sequence[float] | None = None,
+        scores: Sequence[float] | None = None,
+        weights: Weights | None = None,
+    ) -> list[list[Rating]]:
+        """New ratings after one match, in the shape of ``teams``.
+
+        ``ranks`` (lower is better, equal is a draw) or ``scores`` (higher is better); with
+        neither, teams are listed winner first. Ranks are compared as given.
+
+        Partial play follows ``openskill`` (so that the numbers agree), not TrueSkill:
+        team strengths are unweighted; each team's weights are rescaled onto [1, 2] (see
+        ``partial_play``: a one-player team gets 2, a team of equal weights gets 1), and
+        a player's weight w multiplies its mean step and variance reduction when its
+        team's Omega_i >= 0, and divides them when Omega_i < 0. Weights that are all 1
+        (or omitted) leave the update unweighted; there ``openskill`` would still give a
+        one-player team the weight 2 if a weights argument is passed at all.
+        """
+        check_teams(teams, bayesian=True)
+        k = len(teams)
+        r = None if ranks is None and scores is None else outcome_ranks(k, ranks, scores)
+        w = check_weights(teams, weights)
+        return self._update(teams, r, None if w is None else partial_play(w))
+
+    def rate_1vs1(
+        self, winner: Rating, loser: Rating, drawn: bool = False
+    ) -> tuple[Rating, Rating]:
+        """New (winner, loser) ratings: ``rate([[winner], [loser]])`` (ranks [0, 0] if drawn)."""
+        w = checked_rating(winner, "winner")
+        l = checked_rating(loser, "loser")
+        (a,), (b,) = self._update([[w], [l]], [0.0, 0.0] if drawn else None, None)
+        return a, b
+
+    def _update(
+        self,
+        teams: Teams,
+        ranks: list[float] | None,
+        weights: list[list[float]] | None,
+    ) -> list[list[Rating]]:
+        """The update on checked input; ``weights`` already rescaled, ``None`` if unweighted."""
+        tau2 = self._tau2
+        k = len(teams)
+        theta = [0.0] * k  # team mean: sum of the players' mu
+        var = [0.0] * k  # team variance: sum of the players' sigma^2 + tau^2
+        for j, team in enumerate(teams):
+            m = 0.0
+            v = 0.0
+            for mu, sigma in team:
+                m += mu
+                v += sigma * sigma + tau2
+            theta[j] = m
+            var[j] = v
+        step, shrink = self._team_steps(theta, var, ranks)
+        return self._apply(teams, step, shrink, weights)
+
+    def _team_steps(
+        self, theta: list[float], var: list[float], ranks: list[float] | None
+    ) -> tuple[list[float], list[float]]:
+        """Per team i: (Omega_i / sigma_i^2, Delta_i / sigma_i^2) of the algorithm.
+
+        ``theta`` and ``var`` are the team means and (widened) variances; ``ranks`` the
+        outcome (``None``: the listed order, every team placed below the one before it).
+        """
+        raise NotImplementedError
+
+    def _apply(
+        self,
+        teams: Teams,
+        step: list[float],
+        shrink: list[float],
+        weights: list[list[float]] | None,
+    ) -> list[list[Rating]]:
+        """Move every player by its team's step (Algorithms 1-4, the final lines).
+
+        With s2 = sigma_ij^2 + tau^2: mu += s2 * step_i * w, sigma = sqrt(s2 * max(1 - s2 *
+        shrink_i * w, kappa)), w the rescaled weight when step_i >= 0 (or > 0, per model)
+        and 1/w otherwise; with ``limit_sigma`` the new sigma is at most the old one.
+        """
+        tau2 = self._tau2
+        kappa = self._kappa
+        limit = self._limit_sigma
+        zero_gains = self._ZERO_STEP_GAINS
+        out: list[list[Rating]] = []
+        for i, team in enumerate(teams):
+            a = step[i]
+            b = shrink[i]
+            new_team: list[Rating] = []
+            if weights is None:
+                for mu, sigma in team:
+                    s2 = sigma * sigma + tau2
+                    f = 1.0 - s2 * b
+                    s = _sqrt(s2 * (f if f > kappa else kappa))
+                    if limit and s > sigma:
+                        s = sigma
+                    new_team.append(_new_rating(Rating, (mu + s2 * a, s)))
+            else:
+                gain = a > 0.0 or (zero_gains and a == 0.0)
+                for (mu, sigma), wt in zip(team, weights[i], strict=True):
+                    s2 = sigma * sigma + tau2
+                    we = wt if gain else 1.0 / wt
+                    f = 1.0 - s2 * b * we
+                    s = _sqrt(s2 * (f if f > kappa else kappa))
+                    if limit and s > sigma:
+                        s = sigma
+                    new_team.append(_new_rating(Rating, (mu + s2 * a * we, s)))
+            out.append(new_team)
+        return out
+
+    # ------------------------------------------------------------------ predictions
+
+    def _prediction_sums(
+        self, teams: Teams, weights: Weights | None
+    ) -> tuple[list[float], list[float]]:
+        """Checked teams as (theta_j, sigma_j^2): sum w mu and sum w^2 sigma^2, no tau.
+
+        Partial play uses the raw weights in [0, 1] (a prediction, not the update's
+        rescaled weights); ``openskill`` predicts without weights, which is w = 1.
+        """
+        check_teams(teams, bayesian=True)
+        w = check_weights(teams, weights)
+        theta: list[float] = []
+        var: list[float] = []
+        for j, team in enumerate(teams):
+            m = 0.0
+            v = 0.0
+            if w is None:
+                for mu, sigma in team:
+                    m += mu
+                    v += sigma * sigma
+            else:
+                for (mu, sigma), wt in zip(team, w[j], strict=True):
+                    m += wt * mu
+                    v += wt * wt * sigma * sigma
+            theta.append(m)
+            var.append(v)
+        return theta, var
+
+    def _pairwise(self, theta: list[float], var: list[float]) -> list[list[float]]:
+        """P(team i beats team j) = Phi((theta_i - theta_j) / sqrt(2 beta^2 + s_i^2 + s_j^2)):
+        the Thurstone-Mosteller comparison ``openskill`` predicts with in every model."""
+        k = len(theta)
+        two_beta2 = 2.0 * self._beta2
+        table = [[0.0] * k for _ in range(k)]
+        for i in range(k):
+            row = table[i]
+            for j in range(k):
+                if i != j:
+                    row[j] = _cdf((theta[i] - theta[j]) / _sqrt(two_beta2 + var[i] + var[j]))
+        return table
+
+    def predict_rank(self, teams: Teams, weights: Weights | None = None) -> list[PredictedRank]:
+        """The predicted finishing order: per team its rank (1 is first, equal chances
+        share a rank) and the probability behind it, equal to ``openskill``'s
+        ``predict_rank``.
+
+        The probability of team i is the mean over the other teams j of P(i beats j) (the
+        Thurstone-Mosteller comparison with c^2 = 2 beta^2 + sigma_i^2 + sigma_j^2, see
+        ``_pairwise``), normalised to sum to 1 (``quality.ranks_from_pairwise``).
+        Beliefs are used as they are: no dynamics tau is added.
+        """
+        theta, var = self._prediction_sums(teams, weights)
+        return ranks_from_pairwise(self._pairwise(theta, var))
+
+    def quality(self, teams: Teams, weights: Weights | None = None) -> float:
+        """How balanced the match is, in (0, 1]: the TrueSkill paper's match quality.
+
+        Equation 7 generalised to any teams (``rating-models.md`` section 1, computed by
+        ``quality.match_quality``) with this model's beta: the Gaussian performances
+        N(sum w mu, sum w^2 (sigma^2 + beta^2)) of the teams, compared as a draw. Weng and
+        Lin's models define no quality of their own; this one ranks matches the same way
+        for every Gaussian model. Beliefs are used as they are: no dynamics tau is added.
+        """
+        check_teams(teams, bayesian=True)
+        return match_quality(teams, check_weights(teams, weights), self._beta)
+
+    def draw_probability(self, teams: Teams, weights: Weights | None = None) -> float | None:
+        """The chance of a draw, equal to ``openskill``'s ``predict_draw``.
+
+        With n players in all, a draw margin eps = sqrt(n) beta Phi^-1((1 + 1/n) / 2) (the
+        TrueSkill paper's section 4.1 for a draw probability of 1/n), and per pair of teams
+        P(|t_i - t_j| <= eps) = Phi((eps - d) / c) - Phi((-eps - d) / c), d = theta_i -
+        theta_j, c^2 = 2 beta^2 + sigma_i^2 + sigma_j^2; the answer is the mean over the
+        pairs. Beliefs are used as they are: no dynamics tau is added.
+        """
+        theta, var = self._prediction_sums(teams, weights)
+        n = sum(len(team) for team in teams)
+        eps = _sqrt(n) * self._beta * ppf((1.0 + 1.0 / n) / 2.0)
+        two_beta2 = 2.0 * self._beta2
+        k = len(teams)
+        total = 0.0
+        for i in range(k):
+            for j in range(i + 1, k):
+                c = _sqrt(two_beta2 + var[i] + var[j])
+                d = theta[i] - theta[j]
+                total += _cdf((eps - d) / c) - _cdf((-d - eps) / c)
+        return total / (k * (k - 1) // 2)
+
+    def win_probabilities(self, teams: Teams, weights: Weights | None = None) -> list[float]:
+        """P(team j finishes first), one per team, equal to ``openskill``'s ``predict_win``.
+
+        The probabilities of ``predict_rank``: for two teams P(1 beats 2) and its
+        complement, for k teams the mean of each team's pairwise chances, normalised.
+        """
+        theta, var = self._prediction_sums(teams, weights)
+        table = self._pairwise(theta, var)
+        if len(teams) == 2:
+            p = table[0][1]
+            return [p, 1.0 - p]
+        return [r.probability for r in ranks_from_pairwise(table)]
+
+
+def team_order(ranks: list[float] | None, k: int) -> list[int]:
+    """The teams best first (a stable sort by rank: tied teams keep their listed order)."""
+    if ranks is None:
+        return list(range(k))
+    return sorted(range(k), key=ranks.__getitem__)
+
+
+def check_window(window_size: float) -> int:
+    """A partial pairing's window: a whole number >= 1 (a float with no fraction too)."""
+    if isinstance(window_size, bool) or not isinstance(window_size, int | float):
+        raise RatingInputError("window_size", f"must be a whole number >= 1, got {window_size!r}")
+    if not (_isfinite(window_size) and window_size >= 1 and window_size == int(window_size)):
+        raise RatingInputError("window_size", f"must be a whole number >= 1, got {window_size!r}")
+    return int(window_size)
