@@ -17,15 +17,15 @@ from app.api.schemas import RatingOut
 from app.errors import InvalidInput
 from app.rating.base import CONSERVATIVE_K, Rating, RatingInputError, RatingModel
 from app.rating.params import LADDER_PARAMETERS, Parameter
-from app.rating.registry import check_parameters, make_model, parameters
+from app.rating.registry import WENG_LIN_MODELS, check_parameters, make_model, parameters
 
 if TYPE_CHECKING:
     from app.storage.models import Ladder
 
-BAYESIAN = frozenset({"trueskill", "plackett_luce", "glicko2"})
+BAYESIAN = frozenset({"trueskill", "plackett_luce", "glicko2", *WENG_LIN_MODELS})
 #: The algorithms whose ladders add ``LADDER_PARAMETERS`` to the model's; Glicko-2's model
 #: holds its own (``deviation_per_day``, ``conservative_k``).
-LADDER_LEVEL = frozenset({"trueskill", "plackett_luce"})
+LADDER_LEVEL = frozenset({"trueskill", "plackett_luce", *WENG_LIN_MODELS})
 #: The algorithms whose ratings carry a volatility (stored in ``ratings.volatility``).
 VOLATILE = frozenset({"glicko2"})
 #: What a model's arithmetic may raise on degenerate numbers besides RatingInputError.

@@ -8,18 +8,17 @@ from typing import Any
 from app.rating.base import RatingInputError, RatingModel
 from app.rating.params import Parameter
 
-#: The algorithms a ladder may use.
-ALGORITHMS = ("trueskill", "plackett_luce", "elo", "glicko2")
-#: The Weng-Lin models beside Plackett-Luce: built by name for the core and ``ratings
-#: evaluate`` / ``ratings fit``; ladders do not store them yet.
+#: The Weng-Lin models beside Plackett-Luce.
 WENG_LIN_MODELS = (
     "bradley_terry_full",
     "bradley_terry_part",
     "thurstone_mosteller_full",
     "thurstone_mosteller_part",
 )
-#: Every model ``make_model`` builds.
-MODELS = (*ALGORITHMS, *WENG_LIN_MODELS)
+#: The algorithms a ladder may use.
+ALGORITHMS = ("trueskill", "plackett_luce", "elo", "glicko2", *WENG_LIN_MODELS)
+#: Every model ``make_model`` builds: every ladder algorithm.
+MODELS = ALGORITHMS
 
 
 def _weng_lin(algorithm: str) -> tuple[Any, tuple[Parameter, ...]]:

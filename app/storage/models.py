@@ -67,12 +67,14 @@ class Ladder(Base):
     __tablename__ = "ladders"
     __table_args__ = (
         CheckConstraint(
-            "algorithm IN ('trueskill', 'plackett_luce', 'elo', 'glicko2')", name="algorithm"
+            "algorithm IN ('trueskill', 'plackett_luce', 'elo', 'glicko2', 'bradley_terry_full', "
+            "'bradley_terry_part', 'thurstone_mosteller_full', 'thurstone_mosteller_part')",
+            name="algorithm",
         ),
     )
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    algorithm: Mapped[str] = mapped_column(String(16))
+    algorithm: Mapped[str] = mapped_column(String(32))
     #: Every model parameter with its default filled in, plus tau_per_day and conservative_k.
     params: Mapped[dict[str, Any]] = mapped_column(JSON)
     description: Mapped[str | None] = mapped_column(Text, nullable=True)

@@ -224,7 +224,8 @@ class TestImportIntoAMissingLadder:
         assert (status, out) == (1, "")
         assert err == (
             "ratings: no ladder 'duel': make it first with `ratings ladders create duel "
-            "--algorithm trueskill|plackett_luce|elo|glicko2`\n"
+            "--algorithm trueskill|plackett_luce|elo|glicko2|bradley_terry_full|bradley_terry_part|"
+            "thurstone_mosteller_full|thurstone_mosteller_part`\n"
         )
         status, _, err = run(capsys, "import", str(path), "--ladder", "Duel")
         assert (status, err) == (

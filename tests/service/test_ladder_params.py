@@ -19,7 +19,7 @@ from tests.service.helpers import assert_problem, create_ladder, table_counts
 
 BAYESIAN = ("trueskill", "plackett_luce", "glicko2")
 #: The algorithms whose ladders add ``LADDER_PARAMETERS`` (Glicko-2's model holds its own).
-LADDER_LEVEL = ("trueskill", "plackett_luce")
+LADDER_LEVEL = tuple(a for a in ALGORITHMS if a not in ("elo", "glicko2"))
 
 
 def _table(algorithm: str) -> tuple[Parameter, ...]:
@@ -229,6 +229,10 @@ def test_the_openapi_document_gives_every_range(client: TestClient) -> None:
         "trueskill": "TrueSkillParams",
         "plackett_luce": "PlackettLuceParams",
         "glicko2": "Glicko2Params",
+        "bradley_terry_full": "BradleyTerryFullParams",
+        "bradley_terry_part": "BradleyTerryPartParams",
+        "thurstone_mosteller_full": "ThurstoneMostellerFullParams",
+        "thurstone_mosteller_part": "ThurstoneMostellerPartParams",
     }
     for algorithm in ALGORITHMS:
         shape = shapes[titles.get(algorithm, "EloParams")]

@@ -26,7 +26,7 @@ from pydantic import (
 
 from app.domain import jsontext
 from app.rating.params import LADDER_PARAMETERS, MAX_LENGTH, MAX_MEAN, MIN_LENGTH, Parameter
-from app.rating.registry import parameters
+from app.rating.registry import WENG_LIN_MODELS, parameters
 
 # -- limits (http-api.md "Limits") ---------------------------------------------------------
 
@@ -45,7 +45,16 @@ MAX_SIGMA = MAX_LENGTH
 #: Largest |rank| or |score|.
 MAX_OUTCOME = 1e15
 
-Algorithm = Literal["trueskill", "plackett_luce", "elo", "glicko2"]
+Algorithm = Literal[
+    "trueskill",
+    "plackett_luce",
+    "elo",
+    "glicko2",
+    "bradley_terry_full",
+    "bradley_terry_part",
+    "thurstone_mosteller_full",
+    "thurstone_mosteller_part",
+]
 
 #: Player and match ids: 1 to 128 characters, no control characters, no "/" and not "." or
 #: "..": every id must be addressable as one path segment by every route that takes it (a
@@ -197,7 +206,7 @@ def _parameters_model(name: str, algorithm: str) -> type[BaseModel]:
     """The parameters of ``algorithm`` as a model, generated from the core's table of
     parameters (``app.rating.params``): the one place their defaults and ranges live."""
     # Glicko-2's model holds its own time and leaderboard parameters.
-    ladder_level = algorithm in ("trueskill", "plackett_luce")
+    ladder_level = algorithm not in ("elo", "glicko2")
     specs = parameters(algorithm) + (LADDER_PARAMETERS if ladder_level else ())
     fields: dict[str, Any] = {spec.name: _parameter_field(spec) for spec in specs}
     model: type[BaseModel] = create_model(
@@ -218,10 +227,16 @@ PARAMS_MODELS: dict[str, type[BaseModel]] = {
     "plackett_luce": PlackettLuceParams,
     "elo": EloParams,
     "glicko2": Glicko2Params,
+    **{
+        algorithm: _parameters_model(
+            "".join(word.title() for word in algorithm.split("_")) + "Params", algorithm
+        )
+        for algorithm in WENG_LIN_MODELS
+    },
 }
 _PARAMS_DESCRIPTION = (
     "The algorithm's parameters, each in its documented range (outside it: 422 naming "
-    "the parameter and the range). One of the three shapes, by `algorithm`."
+    "the parameter and the range). One shape per `algorithm`."
 )
 #: How ``params`` appears in the OpenAPI document: one shape per algorithm, with the range
 #: of every parameter. Requests are checked against the ladder's algorithm by the service

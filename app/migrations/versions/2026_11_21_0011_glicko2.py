@@ -24,6 +24,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from app.migrations.checks import replace_algorithm_check
+
 revision: str = "0011"
 down_revision: str | None = "0010"
 branch_labels: str | Sequence[str] | None = None
@@ -34,30 +36,8 @@ NEW = "algorithm IN ('trueskill', 'plackett_luce', 'elo', 'glicko2')"
 POSITIVE = "{0} IS NULL OR ({0} > 0 AND {0} <= 1.0e308)"
 
 
-def _algorithms(old: str, new: str) -> None:
-    bind = op.get_bind()
-    name = op.f("ck_ladders_algorithm")
-    if bind.dialect.name != "sqlite":
-        op.drop_constraint(name, "ladders", type_="check")
-        op.create_check_constraint(name, "ladders", new)
-        return
-    version = bind.exec_driver_sql("PRAGMA schema_version").scalar_one()
-    bind.exec_driver_sql("PRAGMA writable_schema = ON")
-    changed = bind.execute(
-        sa.text(
-            "UPDATE sqlite_master SET sql = replace(sql, :old, :new) "
-            "WHERE type = 'table' AND name = 'ladders' AND instr(sql, :old) > 0"
-        ),
-        {"old": old, "new": new},
-    ).rowcount
-    bind.exec_driver_sql(f"PRAGMA schema_version = {int(version) + 1}")
-    bind.exec_driver_sql("PRAGMA writable_schema = OFF")
-    if changed != 1:
-        raise RuntimeError(f"ladders: the CHECK {old!r} was not found")
-
-
 def upgrade() -> None:
-    _algorithms(OLD, NEW)
+    replace_algorithm_check(OLD, NEW)
     # In place, without a rebuild: ``ratings`` carries the bucket triggers of 0004 and is
     # the parent of ``rating_history``.
     op.add_column(
@@ -85,7 +65,7 @@ def downgrade() -> None:
         batch.drop_column("volatility_after")
         batch.drop_column("volatility_before")
     _drop_ratings_volatility()
-    _algorithms(NEW, OLD)
+    replace_algorithm_check(NEW, OLD)
 
 
 def _drop_ratings_volatility() -> None:
