@@ -74,6 +74,11 @@ _TAIL = -4.0
 # out z is, and each depth gives lam and 1 - W to ~1e-16 on its range (checked against
 # 50-digit arithmetic).
 _CF_DEPTHS = ((6.0, 44), (10.0, 24), (16.0, 16), (math.inf, 10))
+# Per bound, the numerators depth, depth - 1, ..., 5 of the fraction's deeper terms as
+# floats (the same values as the integers: n / d converts n exactly), ready to loop over.
+_CF_TERMS = tuple(
+    (limit, tuple(float(n) for n in range(depth, 4, -1))) for limit, depth in _CF_DEPTHS
+)
 
 
 def _gauss_legendre_pairs(n: int) -> tuple[tuple[float, float], ...]:
@@ -157,9 +162,11 @@ def _lower_tail(x: float) -> tuple[float, float, float]:
         return lam, g, 1.0 - lam * g
     z = -x
     d = z  # D_(depth + 1) ~ z; the tail of the fraction no longer matters here
-    depth = next(d for limit, d in _CF_DEPTHS if z < limit)
-    for n in range(depth, 4, -1):
-        d = z + n / d
+    for limit, terms in _CF_TERMS:
+        if z < limit:
+            for n in terms:
+                d = z + n / d
+            break
     d4 = z + 4.0 / d
     d3 = z + 3.0 / d4
     d2 = z + 2.0 / d3

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from app.rating.base import (
     Rating,
@@ -138,6 +139,21 @@ def _reject_team_variance(variance: float, weighted: bool) -> None:
         "weights" if weighted else "teams",
         f"a team's performance variance {variance!r} is below {MIN_TEAM_VARIANCE!r}",
     )
+
+
+#: A step of a sweep (``TrueSkill._factor_graph``).
+_Step = tuple[int, int, float, float, bool, float, float]
+
+
+class _FactorGraph(NamedTuple):
+    """A match of three or more teams for message passing, teams in rank order."""
+
+    mean: list[float]
+    var: list[float]
+    prior_pi: list[float]
+    prior_tau: list[float]
+    forward: list[_Step]
+    backward: list[_Step]
 
 
 class TrueSkill:
@@ -399,20 +415,36 @@ class TrueSkill:
         which is Table 1 rows 3 and 2 (weighted sum down to p_i, likelihood to s_i) and
         the product with the prior, simplified exactly.
         """
-        tau2 = self._tau2
-        beta2 = self._beta2
-        k = len(teams)
-        order = sorted(range(k), key=rank.__getitem__)
-        extra = tau2 + beta2
+        order = sorted(range(len(teams)), key=rank.__getitem__)
+        graph = self._factor_graph(teams, rank, ws, order)
+        return self._skills_up(teams, ws, order, graph, *self._pass_messages(graph))
+
+    def _factor_graph(
+        self,
+        teams: Teams,
+        rank: list[float],
+        ws: list[list[float]] | None,
+        order: list[int],
+    ) -> _FactorGraph:
+        """The team priors by place (teams in rank order) and the steps of the two sweeps.
+
+        A step is (factor i, the team it sends to, the margin for the inline win formula,
+        the draw margin eps_i, whether drawn, that team's prior pi and tau). The inline
+        margin of a drawn factor is +inf: x = -inf < ``_DIRECT`` then sends it to the
+        branch that tells a draw from a win, so a step makes one comparison, not two.
+        """
+        extra = self._tau2 + self._beta2
         unit = self._margin_unit
+        inf = math.inf
         mean: list[float] = []
         var: list[float] = []
         prior_pi: list[float] = []
         prior_tau: list[float] = []
-        # Per factor i (sorted teams i and i + 1): (i, i + 1, draw margin, drawn).
-        factors: list[tuple[int, int, float, bool]] = []
+        forward: list[_Step] = []
+        backward: list[_Step] = []
         size = 0
         team_rank = 0.0
+        p = t = 0.0
         for pos, j in enumerate(order):
             team = teams[j]
             m = s2 = 0.0
@@ -428,61 +460,147 @@ class TrueSkill:
                 _reject_team_variance(s2, ws is not None)
             mean.append(m)
             var.append(s2)
-            p = 1.0 / s2
-            prior_pi.append(p)
-            prior_tau.append(m * p)
             if pos:
-                factors.append((pos - 1, pos, unit * _sqrt(size + len(team)), rank[j] == team_rank))
+                # Factor pos - 1, between this team and the one before it (prior p, t).
+                eps = unit * _sqrt(size + len(team))
+                tie = rank[j] == team_rank
+                inline = inf if tie else eps
+                backward.append((pos - 1, pos - 1, inline, eps, tie, p, t))
+                p = 1.0 / s2
+                t = m * p
+                forward.append((pos - 1, pos, inline, eps, tie, p, t))
+            else:
+                p = 1.0 / s2
+                t = m * p
+            prior_pi.append(p)
+            prior_tau.append(t)
             size = len(team)
             team_rank = rank[j]
+        # Forward over factors 0..n-2 sending right, backward over n-1..1 sending left.
+        forward.pop()
+        backward.reverse()
+        backward.pop()
+        return _FactorGraph(mean, var, prior_pi, prior_tau, forward, backward)
+
+    def _pass_messages(
+        self, graph: _FactorGraph
+    ) -> tuple[list[float], list[float], list[float], list[float]]:
+        """Rounds of a forward and a backward sweep (the paper's Figure 1, arrows 1-3) until
+        the marginals of the d_i settle. Returns per factor the comparison message
+        (precision, precision-adjusted mean), and per team the cavity of the last backward
+        sweep as a right-hand team (precision, precision-adjusted mean).
+
+        A team's cavity for one of its factors is its prior times the message from its
+        other factor. A sweep carries the cavity it has just updated on to its next step in
+        local floats, and leaves it as 1 / pi and mean for the other sweep to read; every
+        quantity is computed with the same operations in the same order as written out in
+        the paper (``app.rating._vector`` repeats them over blocks of matches).
+        """
+        prior_pi = graph.prior_pi
+        prior_tau = graph.prior_tau
+        k = len(prior_pi)
         n = k - 1
-        # Cavities, kept current: team j as the left-hand team of factor j (its prior times
-        # the message from factor j - 1), and as the right-hand team of factor j - 1.
-        left_cav_pi = prior_pi[:]
-        left_cav_tau = prior_tau[:]
-        right_cav_pi = prior_pi[:]
-        right_cav_tau = prior_tau[:]
+        tol = self._ep_tolerance
+        inf = math.inf
+        sqrt, exp, erfc, direct = _sqrt, _exp, _erfc, _DIRECT
+        # -x * (1 / sqrt 2) and x * -(1 / sqrt 2) are the same float (negation is exact).
+        c_lam, c_cdf = 2.0 * _INV_SQRT_2PI, -_INV_SQRT2
+        # Per team j: the cavity as the left-hand team of factor j (1 / pi, mean), written
+        # forward and read backward; as the right-hand team of factor j - 1, written
+        # backward (also as pi, tau) and read forward, its prior before the first sweep.
+        left_inv = [0.0] * k
+        left_mean = [0.0] * k
+        right_pi = prior_pi[:]
+        right_tau = prior_tau[:]
+        right_inv = [0.0] * k
+        right_mean = [0.0] * k
+        for j in range(1, k):
+            right_inv[j] = irp = 1.0 / prior_pi[j]
+            right_mean[j] = prior_tau[j] * irp
         cmp_pi = [0.0] * n
         cmp_tau = [0.0] * n
+        # The marginal of each d_i after its last update, for the convergence measure.
         d_mean = [0.0] * n
-        d_var = [math.inf] * n
-        # One round: forward over factors 0..n-2 sending right, backward over n-1..1
-        # sending left (the paper's Figure 1, arrows 1-3).
-        schedule = factors[:-1] + factors[:0:-1]
-        forward_steps = n - 1
-        tol = self._ep_tolerance
-        # Locals for the hot loop.
-        sqrt, exp, erfc, direct = _sqrt, _exp, _erfc, _DIRECT
-        c_lam, c_cdf = 2.0 * _INV_SQRT_2PI, _INV_SQRT2
-        previous = earlier = math.inf
+        d_var = [inf] * n
+        # Team 0 is only ever a left-hand team and team n a right-hand one: their cavities
+        # are their priors.
+        first_pi = prior_pi[0]
+        first_inv = 1.0 / first_pi
+        first_mean = prior_tau[0] * first_inv
+        last_pi = right_pi[n]
+        last_inv = right_inv[n]
+        last_mean = right_mean[n]
+        forward = graph.forward
+        backward = graph.backward
+        previous = earlier = inf
+        # Round 1 starts from no messages (d_var = inf): its move is infinite whatever the
+        # steps compute, so it is not measured.
+        measure = False
         for _ in range(self._ep_max_rounds):
-            delta2 = 0.0
-            for step, (i, j, eps, drawn) in enumerate(schedule):
+            delta2 = 0.0 if measure else inf
+            lp, ilp, lm = first_pi, first_inv, first_mean
+            for i, j, eps, real_eps, tie, to_pi, to_tau in forward:
                 # Table 1 row 3: the difference factor's message down to d_i = t_i - t_j
-                # (j = i + 1), from the cavities of its two teams.
-                lp = left_cav_pi[i]
-                rp = right_cav_pi[j]
-                ilp = 1.0 / lp
-                irp = 1.0 / rp
-                lm = left_cav_tau[i] * ilp
-                rm = right_cav_tau[j] * irp
+                # (j = i + 1) from the cavities of its two teams.
+                irp = right_inv[j]
                 cav_var = ilp + irp
-                cav_mean = lm - rm
+                cav_mean = lm - right_mean[j]
                 sd = sqrt(cav_var)
                 isd = 1.0 / sd
                 # Table 1 row 4: the comparison factor, via V and W (and 1 - W).
-                if drawn:
-                    v, one_minus_w = trunc_draw(cav_mean * isd, eps * isd)
-                    w = 1.0 - one_minus_w
+                x = (cav_mean - eps) * isd
+                if x >= direct:
+                    v = c_lam * exp(-0.5 * x * x) / erfc(x * c_cdf)
+                    w = v * (v + x)
+                    one_minus_w = 1.0 - w
                 else:
-                    x = (cav_mean - eps) * isd
-                    if x >= direct:
-                        v = c_lam * exp(-0.5 * x * x) / erfc(-x * c_cdf)
-                        w = v * (v + x)
-                        one_minus_w = 1.0 - w
-                    else:
-                        v, one_minus_w = trunc_win(cav_mean * isd, eps * isd)
-                        w = 1.0 - one_minus_w
+                    trunc = trunc_draw if tie else trunc_win
+                    v, one_minus_w = trunc(cav_mean * isd, real_eps * isd)
+                    w = 1.0 - one_minus_w
+                sv = sd * v
+                new_mean = cav_mean + sv
+                new_var = cav_var * one_minus_w
+                inv = 1.0 / new_var
+                cp = w * inv
+                ct = (cav_mean * w + sv) * inv
+                if not i:
+                    # The backward sweep updates every other factor after this one.
+                    cmp_pi[0] = cp
+                    cmp_tau[0] = ct
+                # Convergence: the squared move of d_i's marginal (mean in cavity deviations,
+                # variance as a fraction of the cavity variance).
+                if measure:
+                    dm = new_mean - d_mean[i]
+                    dv = (new_var - d_var[i]) * isd
+                    change = (dm * dm + dv * dv) * isd * isd
+                    if change > delta2:
+                        delta2 = change
+                d_mean[i] = new_mean
+                d_var[i] = new_var
+                # Table 1 row 3 again, up to team j: t_j = t_i - d_i is
+                # N(lm - ct / cp, 1 / lp + 1 / cp), times its prior its cavity for factor j.
+                f = lp / (cp + lp)
+                lp = to_pi + cp * f
+                ilp = 1.0 / lp
+                lm = (to_tau + (cp * lm - ct) * f) * ilp
+                left_inv[j] = ilp
+                left_mean[j] = lm
+            rp, irp, rm = last_pi, last_inv, last_mean
+            for i, _j, eps, real_eps, tie, to_pi, to_tau in backward:
+                ilp = left_inv[i]
+                cav_var = ilp + irp
+                cav_mean = left_mean[i] - rm
+                sd = sqrt(cav_var)
+                isd = 1.0 / sd
+                x = (cav_mean - eps) * isd
+                if x >= direct:
+                    v = c_lam * exp(-0.5 * x * x) / erfc(x * c_cdf)
+                    w = v * (v + x)
+                    one_minus_w = 1.0 - w
+                else:
+                    trunc = trunc_draw if tie else trunc_win
+                    v, one_minus_w = trunc(cav_mean * isd, real_eps * isd)
+                    w = 1.0 - one_minus_w
                 sv = sd * v
                 new_mean = cav_mean + sv
                 new_var = cav_var * one_minus_w
@@ -491,27 +609,24 @@ class TrueSkill:
                 ct = (cav_mean * w + sv) * inv
                 cmp_pi[i] = cp
                 cmp_tau[i] = ct
-                # Convergence: the squared move of d_i's marginal (mean in cavity deviations,
-                # variance as a fraction of the cavity variance).
-                dm = new_mean - d_mean[i]
-                dv = (new_var - d_var[i]) * isd
-                change = (dm * dm + dv * dv) * isd * isd
-                if change > delta2:
-                    delta2 = change
+                if measure:
+                    dm = new_mean - d_mean[i]
+                    dv = (new_var - d_var[i]) * isd
+                    change = (dm * dm + dv * dv) * isd * isd
+                    if change > delta2:
+                        delta2 = change
                 d_mean[i] = new_mean
                 d_var[i] = new_var
-                # Table 1 row 3 again: the difference factor's message up to one team,
-                # multiplied into that team's cavity for its other factor.
-                if step < forward_steps:
-                    # t_j = t_i - d_i: N(lm - ct / cp, 1 / lp + 1 / cp)
-                    f = lp / (cp + lp)
-                    left_cav_pi[j] = prior_pi[j] + cp * f
-                    left_cav_tau[j] = prior_tau[j] + (cp * lm - ct) * f
-                else:
-                    # t_i = d_i + t_j: N(rm + ct / cp, 1 / rp + 1 / cp)
-                    f = rp / (cp + rp)
-                    right_cav_pi[i] = prior_pi[i] + cp * f
-                    right_cav_tau[i] = prior_tau[i] + (cp * rm + ct) * f
+                # Up to team i: t_i = d_i + t_(i+1) is N(rm + ct / cp, 1 / rp + 1 / cp).
+                f = rp / (cp + rp)
+                rp = to_pi + cp * f
+                rt = to_tau + (cp * rm + ct) * f
+                irp = 1.0 / rp
+                rm = rt * irp
+                right_pi[i] = rp
+                right_tau[i] = rt
+                right_inv[i] = irp
+                right_mean[i] = rm
             # Stop on a small move, or when the moves shrink geometrically and their
             # remaining sum, delta * r / (1 - r), is small; r is the larger of the last two
             # ratios of moves. (Round 1 starts from no messages and its move is infinite;
@@ -519,45 +634,60 @@ class TrueSkill:
             delta = sqrt(delta2)
             if delta <= tol:
                 break
-            if earlier < math.inf:
+            if earlier < inf:
                 ratio = max(delta / previous, previous / earlier)
                 if ratio < 1.0 and delta * ratio <= tol * (1.0 - ratio):
                     break
             earlier = previous
             previous = delta
-        # Finally up to the teams (arrows 4 and 5). The last backward sweep left every
-        # message to a left-hand team (factor i to team i, i >= 1) consistent with the final
-        # comparison messages; the messages to right-hand teams date from the forward sweep,
-        # before the last comparison updates, so they are recomputed along the chain, and
-        # factor 0 sends to team 0. from_left[j] is the message from factor j - 1 and
-        # from_right[j] the one from factor j (precision 0 where there is none).
-        from_left_pi = [0.0] * k
-        from_left_tau = [0.0] * k
-        for i in range(n):
-            cp = cmp_pi[i]
-            lp = left_cav_pi[i]
-            f = lp / (cp + lp)
-            mp = cp * f
-            mt = (cp * (left_cav_tau[i] / lp) - cmp_tau[i]) * f
-            from_left_pi[i + 1] = mp
-            from_left_tau[i + 1] = mt
-            left_cav_pi[i + 1] = prior_pi[i + 1] + mp
-            left_cav_tau[i + 1] = prior_tau[i + 1] + mt
-        cp = cmp_pi[0]
-        rp = right_cav_pi[1]
-        f = rp / (cp + rp)
-        right_cav_pi[0] = prior_pi[0] + cp * f
-        right_cav_tau[0] = prior_tau[0] + (cp * (right_cav_tau[1] / rp) + cmp_tau[0]) * f
-        from_right_pi = [c - p for c, p in zip(right_cav_pi, prior_pi, strict=True)]
-        from_right_tau = [c - p for c, p in zip(right_cav_tau, prior_tau, strict=True)]
+            measure = True
+        return cmp_pi, cmp_tau, right_pi, right_tau
 
-        out: list[list[Rating]] = [[] for _ in range(k)]
+    def _skills_up(
+        self,
+        teams: Teams,
+        ws: list[list[float]] | None,
+        order: list[int],
+        graph: _FactorGraph,
+        cmp_pi: list[float],
+        cmp_tau: list[float],
+        right_pi: list[float],
+        right_tau: list[float],
+    ) -> list[list[Rating]]:
+        """New ratings from the final comparison messages (the paper's Figure 1, arrows 4
+        and 5, then Table 1 rows 3 and 2 down to the members, see ``_rate_many``).
+
+        A team's incoming message is the product of those from its two difference factors.
+        The last backward sweep left the message of factor i to its left-hand team i
+        (i >= 1) consistent with the final comparison messages: the cavity it reached less
+        the prior. The messages to right-hand teams date from the forward sweep, before the
+        last comparison updates, so they are recomputed along the chain, and factor 0
+        sends to team 0.
+        """
+        prior_pi = graph.prior_pi
+        prior_tau = graph.prior_tau
+        mean = graph.mean
+        var = graph.var
+        n = len(cmp_pi)
+        cp = cmp_pi[0]
+        rp = right_pi[1]
+        f = rp / (cp + rp)
+        right_pi[0] = prior_pi[0] + cp * f
+        right_tau[0] = prior_tau[0] + (cp * (right_tau[1] / rp) + cmp_tau[0]) * f
+        # The message from factor pos - 1 (none to team 0), and the cavity it came from.
+        from_pi = from_tau = 0.0
+        lp = prior_pi[0]
+        lt = prior_tau[0]
+        tau2 = self._tau2
+        sqrt = _sqrt
         new_tuple = _new_tuple
+        out: list[list[Rating]] = [[]] * len(order)
         for pos, j in enumerate(order):
-            up_pi = from_left_pi[pos] + from_right_pi[pos]
-            inv = 1.0 / (1.0 + up_pi * var[pos])
-            shift = (from_left_tau[pos] + from_right_tau[pos] - up_pi * mean[pos]) * inv
-            kappa = up_pi * inv
+            # (Team n has no factor to its right: its cavity is its prior, less itself 0.)
+            pi = from_pi + (right_pi[pos] - prior_pi[pos])
+            inv = 1.0 / (1.0 + pi * var[pos])
+            shift = (from_tau + (right_tau[pos] - prior_tau[pos]) - pi * mean[pos]) * inv
+            kappa = pi * inv
             # factor = (1 + pi_U (s_j^2 - w^2 v)) / (1 + pi_U s_j^2) = 1 - w^2 v kappa >= inv.
             new: list[Rating] = []
             if ws is None:
@@ -573,4 +703,12 @@ class TrueSkill:
                     factor = factor if factor > inv else inv
                     new.append(new_tuple(Rating, (mu + w * v * shift, sqrt(v * factor))))
             out[j] = new
+            if pos < n:
+                # Factor pos to team pos + 1: t_(pos+1) = t_pos - d_pos.
+                cp = cmp_pi[pos]
+                f = lp / (cp + lp)
+                from_pi = cp * f
+                from_tau = (cp * (lt / lp) - cmp_tau[pos]) * f
+                lp = prior_pi[pos + 1] + from_pi
+                lt = prior_tau[pos + 1] + from_tau
         return out
