@@ -57,11 +57,13 @@ class LadderConfig:
     def conservative(self, rating: Rating) -> float:
         return rating.conservative(self.conservative_k) if self.bayesian else rating.mu
 
-    def out(self, rating: Rating) -> RatingOut:
+    def out(self, rating: Rating, volatility: float | None = None) -> RatingOut:
+        """The rating as the API shows it; ``volatility`` only on a Glicko-2 ladder."""
         return RatingOut(
             mu=rating.mu,
             sigma=rating.sigma if self.bayesian else None,
             conservative=self.conservative(rating),
+            volatility=volatility if self.volatile else None,
         )
 
     def stored_sigma(self, rating: Rating) -> float | None:

@@ -76,6 +76,7 @@ def leaderboard(
             conservative=row.conservative,
             matches=row.matches,
             last_played_at=utc(row.last_played_at) if row.last_played_at else None,
+            volatility=row.volatility,
         )
         for n, row in enumerate(rows)
     ]
@@ -215,8 +216,10 @@ def player_history(
             kind=row.kind,
             match_id=row.match_id,
             played_at=utc(row.played_at),
-            before=config.out(Rating(row.mu_before, row.sigma_before or 0.0)),
-            after=config.out(Rating(row.mu_after, row.sigma_after or 0.0)),
+            before=config.out(
+                Rating(row.mu_before, row.sigma_before or 0.0), row.volatility_before
+            ),
+            after=config.out(Rating(row.mu_after, row.sigma_after or 0.0), row.volatility_after),
         )
         for row in rows
     ]

@@ -859,6 +859,9 @@ class HistoryEntryRow(NamedTuple):
     sigma_before: float | None
     mu_after: float
     sigma_after: float | None
+    #: Glicko-2's volatility before and after; ``None`` for the other algorithms.
+    volatility_before: float | None
+    volatility_after: float | None
 
     @property
     def kind(self) -> Literal["match", "adjustment"]:
@@ -880,6 +883,8 @@ def history(
             RatingHistory.sigma_before,
             RatingHistory.mu_after,
             RatingHistory.sigma_after,
+            RatingHistory.volatility_before,
+            RatingHistory.volatility_after,
         )
         .outerjoin(Match, Match.seq == RatingHistory.match_seq)
         .where(RatingHistory.ladder_id == ladder_id, RatingHistory.player_id == player_id)
@@ -888,7 +893,7 @@ def history(
     )
     if before_id is not None:
         query = query.where(RatingHistory.id < before_id)
-    return [HistoryEntryRow(*row) for row in session.execute(query)]
+    return [HistoryEntryRow._make(row) for row in session.execute(query)]
 
 
 # -- re-rating (void, rebuild) ---------------------------------------------------------------

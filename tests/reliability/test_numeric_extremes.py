@@ -1,8 +1,11 @@
 """Guarantee 7, numeric extremes: means 10^4 apart, deviations of 1e-6 and 1e4, 64-team
-free-for-alls, through the API and through the rating core, on every algorithm: each result
-is finite (sigma > 0 where the model has one) or a clean refusal (a 422 that changes
-nothing; in the core a ``RatingInputError``). And the database's CHECK constraints refuse a
-non-finite rating or a sigma <= 0 written by any other path (raw SQL), on both backends.
+free-for-alls, through the API and through the rating core, on every algorithm a ladder may
+use (``app.rating.registry.ALGORITHMS``, so one added later is covered too), with the
+smallest and largest volatility where the model's ratings carry one (Glicko-2): each result
+is finite (sigma > 0 where the model has one, a volatility > 0 where it has one) or a clean
+refusal (a 422 that changes nothing; in the core a ``RatingInputError``). And the
+database's CHECK constraints refuse a non-finite rating, a sigma <= 0 or a volatility <= 0
+written by any other path (raw SQL), on both backends.
 """
 
 from __future__ import annotations
@@ -17,15 +20,54 @@ from fastapi.testclient import TestClient
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
-from app.rating.base import Rating, RatingInputError
-from app.rating.registry import make_model
+from app.rating.base import Rating, RatingInputError, VolatileRating
+from app.rating.registry import ALGORITHMS, make_model, parameters
 from app.storage.engine import get_engine
 from tests.reliability.conftest import create_ladder, report
 from tests.service.helpers import table_counts
 
-ALGORITHMS = ["trueskill", "plackett_luce", "elo"]
 MUS = [25.0, 25.0 + 1e4, 25.0 - 1e4]
 SIGMAS = [1e-6, 8.0, 1e4]
+
+
+def _bayesian(algorithm: str) -> bool:
+    """Whether the model's ratings have a sigma (Elo's prior has none: sigma 0)."""
+    return make_model(algorithm).rating().sigma > 0
+
+
+def _scale(algorithm: str) -> float:
+    """Means without a sigma are on Elo's scale, about 100 times TrueSkill's."""
+    return 1.0 if _bayesian(algorithm) else 100.0
+
+
+def _volatilities(algorithm: str) -> list[float | None]:
+    """The default, the smallest and the largest volatility a seed may set, where the
+    model's ratings carry one; else no volatility."""
+    if make_model(algorithm).rating().volatility is None:
+        return [None]
+    (spec,) = [spec for spec in parameters(algorithm) if spec.name == "volatility"]
+    assert isinstance(spec.default, float)
+    return [spec.default, spec.low, spec.high]
+
+
+def _seeds(algorithm: str) -> list[tuple[float, float, float | None]]:
+    """Every (mean, deviation) of MUS and SIGMAS on the algorithm's scale (a sigma the
+    model has none of is left out by the caller), a block of 9 per volatility: the
+    default's first."""
+    scale = _scale(algorithm)
+    return [
+        (mu * scale, sigma, volatility)
+        for volatility in _volatilities(algorithm)
+        for mu in MUS
+        for sigma in SIGMAS
+    ]
+
+
+def _check_volatility(volatility: float | None, algorithm: str) -> None:
+    if _volatilities(algorithm) == [None]:
+        assert volatility is None
+    else:
+        assert volatility is not None and math.isfinite(volatility) and volatility > 0
 
 
 def _numbers(value: Any) -> list[float]:
@@ -40,10 +82,18 @@ def _numbers(value: Any) -> list[float]:
     return []
 
 
-def _extreme_matches(rng: random.Random, players: list[str]) -> list[dict[str, Any]]:
+def _extreme_matches(
+    rng: random.Random, players: list[str], volatile: bool
+) -> list[dict[str, Any]]:
     # The six corners of (mean, deviation): every ordered duel, upsets included, and draws.
     corners = [players[i] for i in (0, 2, 3, 5, 6, 8)]
     matches = [{"teams": [[a], [b]]} for a, b in itertools.permutations(corners, 2)]
+    if volatile:
+        # The same corners at the smallest volatility against them at the largest.
+        low = [players[9 + i] for i in (0, 2, 3, 5, 6, 8)]
+        high = [players[18 + i] for i in (0, 2, 3, 5, 6, 8)]
+        matches += [{"teams": [[a], [b]]} for a in low for b in high]
+        matches += [{"teams": [[b], [a]]} for a in low for b in high]
     matches += [{"teams": [[a], [b]], "ranks": [1, 1]} for a, b in itertools.pairwise(corners)]
     matches += [{"teams": [players[0:2], players[2:4]]}, {"teams": [players[4:8], players[8:12]]}]
     for _ in range(3):
@@ -58,18 +108,23 @@ def test_extreme_ratings_through_the_api(
     app_client: TestClient, database_url: str, algorithm: str
 ) -> None:
     create_ladder(app_client, "x", algorithm=algorithm)
-    bayesian = algorithm != "elo"
+    bayesian = _bayesian(algorithm)
     rng = random.Random(algorithm)
-    seeds = [(mu, sigma) for mu in MUS for sigma in SIGMAS]
+    seeds = _seeds(algorithm)
     players = [f"p{n}" for n in range(64)]
     for n, player in enumerate(players):
-        mu, sigma = seeds[n % len(seeds)] if n < 9 * 3 else rng.choice(seeds)
-        body = {"mu": mu, "sigma": sigma} if bayesian else {"mu": mu * 100}
+        mu, sigma, volatility = seeds[n] if n < len(seeds) else rng.choice(seeds)
+        body: dict[str, float] = {"mu": mu}
+        if bayesian:
+            body["sigma"] = sigma
+        if volatility is not None:
+            body["volatility"] = volatility
         response = app_client.put(f"/v1/ladders/x/players/{player}", json=body)
         assert response.status_code == 200, response.text
 
     applied = refused = 0
-    for body in _extreme_matches(rng, players):
+    volatile = _volatilities(algorithm) != [None]
+    for body in _extreme_matches(rng, players, volatile):
         before = table_counts(database_url)
         board = app_client.get("/v1/ladders/x/leaderboard", params={"limit": 1000}).json()
         response = app_client.post("/v1/ladders/x/matches", json=body)
@@ -80,6 +135,7 @@ def test_extreme_ratings_through_the_api(
             for team in result["teams"]:
                 for player in team["players"]:
                     assert not bayesian or player["after"]["sigma"] > 0
+                    _check_volatility(player["after"].get("volatility"), algorithm)
         else:
             refused += 1
             assert response.status_code == 422, response.text
@@ -90,10 +146,21 @@ def test_extreme_ratings_through_the_api(
             )
 
     with get_engine(database_url).connect() as connection:
-        stored = connection.execute(text("SELECT mu, sigma, conservative FROM ratings")).all()
-    for mu, sigma, conservative in stored:
+        stored = connection.execute(
+            text("SELECT mu, sigma, conservative, volatility FROM ratings")
+        ).all()
+    for mu, sigma, conservative, volatility in stored:
         assert math.isfinite(mu) and math.isfinite(conservative)
         assert (sigma is None) if not bayesian else (math.isfinite(sigma) and sigma > 0)
+        _check_volatility(volatility, algorithm)
+    # What the reads show is finite too.
+    board = app_client.get("/v1/ladders/x/leaderboard", params={"limit": 1000}).json()
+    assert len(board["entries"]) == len(players)
+    assert all(math.isfinite(x) for x in _numbers(board))
+    for player in players[:9]:
+        history = app_client.get(f"/v1/ladders/x/players/{player}/history").json()
+        assert history["entries"]
+        assert all(math.isfinite(x) for x in _numbers(history))
     report(
         f"numeric_extremes[{algorithm},{database_url.split(':')[0]}]",
         applied=applied,
@@ -104,10 +171,13 @@ def test_extreme_ratings_through_the_api(
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_extreme_ratings_through_the_core(algorithm: str) -> None:
     model = make_model(algorithm)
+    bayesian = _bayesian(algorithm)
     rng = random.Random(algorithm)
-    scale = 1.0 if algorithm != "elo" else 100.0
     seeds = [
-        Rating(mu * scale, sigma if algorithm != "elo" else 0.0) for mu in MUS for sigma in SIGMAS
+        Rating(mu, sigma if bayesian else 0.0)
+        if volatility is None
+        else VolatileRating(mu, sigma, volatility)
+        for mu, sigma, volatility in _seeds(algorithm)
     ]
     cases: list[list[list[Rating]]] = [[[a], [b]] for a, b in itertools.product(seeds, repeat=2)]
     for _ in range(5):
@@ -125,8 +195,11 @@ def test_extreme_ratings_through_the_core(algorithm: str) -> None:
             continue
         assert [len(t) for t in new] == [len(t) for t in teams]
         assert all(math.isfinite(x) for team in new for r in team for x in r)
-        if algorithm != "elo":
+        if bayesian:
             assert all(r.sigma > 0 for team in new for r in team)
+        for team in new:
+            for r in team:
+                _check_volatility(r.volatility, algorithm)
         assert 0.0 <= quality <= 1.0
         assert all(0.0 <= p <= 1.0 for p in chances)
         assert math.fsum(chances) == pytest.approx(1.0, abs=1e-9)
@@ -143,6 +216,9 @@ BAD_VALUES = [
     ("sigma", -1.0),
     ("sigma", float("inf")),
     ("sigma", float("-inf")),
+    ("volatility", 0.0),
+    ("volatility", -1.0),
+    ("volatility", float("inf")),
 ]
 
 
@@ -152,6 +228,8 @@ HISTORY_BAD_VALUES = [
     ("sigma_before", 0.0),
     ("sigma_after", -1.0),
     ("sigma_after", float("-inf")),
+    ("volatility_before", 0.0),
+    ("volatility_after", float("inf")),
 ]
 
 

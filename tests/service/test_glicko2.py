@@ -4,12 +4,14 @@ r - k RD, seeds with a volatility, and voids and rebuilds that restore the volat
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
 from app.rating import Glicko2, VolatileRating
+from app.rating.registry import ALGORITHMS
 from tests.service.helpers import all_pages, assert_problem, create_ladder, post_match
 from tests.service.oracle import core_replay, random_matches
 
@@ -154,3 +156,80 @@ def test_void_and_rebuild_restore_the_volatility(client: TestClient) -> None:
         player = _player(client, "g", entry["player_id"])
         assert player["mu"] == pytest.approx(rating.mu, rel=1e-12)
         assert player["volatility"] == pytest.approx(rating.volatility, rel=1e-12)
+
+
+def test_the_leaderboard_and_the_history_show_the_volatility(client: TestClient) -> None:
+    bodies = random_matches(seed=11, count=25)
+    create_ladder(client, "g", algorithm="glicko2", params=PARAMS)
+    seeded = client.put("/v1/ladders/g/players/p03", json={"mu": 1600.0, "volatility": 0.2})
+    assert seeded.status_code == 200, seeded.text
+    results = {body["match_id"]: post_match(client, "g", body) for body in bodies}
+    expected = core_replay(
+        "glicko2", PARAMS, [{"seed": "p03", "mu": 1600.0, "volatility": 0.2}, *bodies]
+    )
+    board = all_pages(client, "/v1/ladders/g/leaderboard", limit=4)
+    assert {entry["player_id"] for entry in board} == set(expected.ratings)
+    for entry in board:
+        rating = expected.ratings[entry["player_id"]]
+        assert entry["volatility"] == pytest.approx(rating.volatility, rel=1e-12)
+        assert entry["volatility"] == _player(client, "g", entry["player_id"])["volatility"]
+    # min_matches pages show it too.
+    qualified = client.get("/v1/ladders/g/leaderboard", params={"min_matches": 3}).json()
+    assert qualified["entries"]
+    for entry in qualified["entries"]:
+        assert entry["volatility"] == _player(client, "g", entry["player_id"])["volatility"]
+
+    history = all_pages(client, "/v1/ladders/g/players/p03/history", limit=3)
+    played = [body for body in bodies if any("p03" in team for team in body["teams"])]
+    assert len(history) == len(played) + 1
+    adjustment = history[-1]
+    assert adjustment["kind"] == "adjustment"
+    assert adjustment["before"] == {
+        "mu": 1500.0,
+        "sigma": 350.0,
+        "conservative": 1500.0 - 2.5 * 350.0,
+        "volatility": 0.06,
+    }
+    assert adjustment["after"]["volatility"] == 0.2
+    # Each match entry shows what the match's result document shows for the player.
+    for entry in history[:-1]:
+        result = results[entry["match_id"]]
+        (shown,) = [
+            player
+            for team in result["teams"]
+            for player in team["players"]
+            if player["player_id"] == "p03"
+        ]
+        assert entry["before"] == shown["before"]
+        assert entry["after"] == shown["after"]
+    # Newest first: each change starts where the one before it ended.
+    for newer, older in itertools.pairwise(history):
+        assert newer["before"]["volatility"] == older["after"]["volatility"]
+    assert history[0]["after"]["volatility"] == _player(client, "g", "p03")["volatility"]
+    assert history[0]["after"]["volatility"] == pytest.approx(
+        expected.ratings["p03"].volatility, rel=1e-12
+    )
+
+
+@pytest.mark.parametrize("algorithm", [a for a in ALGORITHMS if a != "glicko2"])
+def test_other_ladders_show_a_null_volatility(client: TestClient, algorithm: str) -> None:
+    create_ladder(client, "x", algorithm=algorithm)
+    client.put("/v1/ladders/x/players/a", json={"mu": 30.0})
+    result = post_match(client, "x", {"match_id": "m1", "teams": [["a"], ["b"]]})
+    # A match result of these ladders has no volatility at all.
+    for team in result["teams"]:
+        for player in team["players"]:
+            assert "volatility" not in player["before"]
+            assert "volatility" not in player["after"]
+    entries = client.get("/v1/ladders/x/leaderboard").json()["entries"]
+    assert sorted(entry["player_id"] for entry in entries) == ["a", "b"]
+    assert all(entry["volatility"] is None for entry in entries)
+    assert _player(client, "x", "a")["volatility"] is None
+    history = client.get("/v1/ladders/x/players/a/history").json()["entries"]
+    assert [entry["kind"] for entry in history] == ["match", "adjustment"]
+    for entry in history:
+        assert entry["before"]["volatility"] is None
+        assert entry["after"]["volatility"] is None
+    # Apart from the volatility, history shows what the match result shows.
+    (shown,) = result["teams"][0]["players"]
+    assert history[0]["after"] == {**shown["after"], "volatility": None}

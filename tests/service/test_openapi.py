@@ -69,3 +69,14 @@ def test_the_document_lists_every_route(client: TestClient) -> None:
     components = document["components"]["schemas"]
     for model in MODELS:
         assert components[model.__name__].get("examples"), model.__name__
+
+
+@pytest.mark.parametrize("model", ["RatingOut", "LeaderboardEntry", "PlayerOut"])
+def test_the_volatility_is_a_declared_field(client: TestClient, model: str) -> None:
+    document = client.get("/openapi.json").json()
+    component = document["components"]["schemas"][model]
+    volatility = component["properties"]["volatility"]
+    assert {option.get("type") for option in volatility["anyOf"]} == {"number", "null"}
+    assert "Glicko-2" in volatility["description"]
+    # Optional: the match results of other ladders leave it out.
+    assert "volatility" not in component.get("required", [])

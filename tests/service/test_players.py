@@ -101,12 +101,20 @@ def test_history_is_a_chain_newest_first(client: TestClient) -> None:
         "mu": 25.0,
         "sigma": pytest.approx(25 / 3),
         "conservative": 0.0,
+        "volatility": None,
     }
     for previous, entry in itertools.pairwise(oldest_first):
         assert entry["before"] == previous["after"]
-    assert oldest_first[-2]["after"] == {"mu": 30.0, "sigma": 2.0, "conservative": 24.0}
+    assert oldest_first[-2]["after"] == {
+        "mu": 30.0,
+        "sigma": 2.0,
+        "conservative": 24.0,
+        "volatility": None,
+    }
     player = client.get("/v1/ladders/test/players/a").json()
-    assert history[0]["after"] == {k: player[k] for k in ("mu", "sigma", "conservative")}
+    assert history[0]["after"] == {
+        k: player[k] for k in ("mu", "sigma", "conservative", "volatility")
+    }
 
 
 def test_seeding_creates_or_overwrites_and_is_an_adjustment(client: TestClient) -> None:

@@ -113,15 +113,29 @@ def parse_time(value: Any, field: str) -> datetime:
 # -- shared pieces --------------------------------------------------------------------------
 
 
+#: What ``volatility`` is, wherever a rating shows it.
+VOLATILITY_DESCRIPTION = (
+    "Glicko-2 ladders: the player's volatility (Glickman's sigma, on Glicko-2's internal "
+    "scale: how erratic the player's results are). Other ladders: null."
+)
+
+
 class RatingOut(BaseModel):
-    """A belief: mean, standard deviation (null for Elo) and mu - k sigma. In a Glicko-2
-    match result, before and after also give the player's `volatility`."""
+    """A belief: mean, standard deviation (null for Elo) and mu - k sigma; on a Glicko-2
+    ladder also the volatility. A player's history gives `volatility` on every ladder (null
+    but on Glicko-2 ladders); a match result gives it on Glicko-2 ladders only."""
 
     model_config = ConfigDict(
         json_schema_extra={
             "examples": [
                 {"mu": 25.0, "sigma": 8.333333333333334, "conservative": 0.0},
                 {"mu": 1516.0, "sigma": None, "conservative": 1516.0},
+                {
+                    "mu": 1662.310893906298,
+                    "sigma": 290.31896371798047,
+                    "conservative": 1081.672966470337,
+                    "volatility": 0.05999967537233814,
+                },
             ]
         }
     )
@@ -129,6 +143,10 @@ class RatingOut(BaseModel):
     mu: float
     sigma: float | None
     conservative: float
+    volatility: float | None = Field(
+        default=None,
+        description=VOLATILITY_DESCRIPTION + " Left out of the match results of other ladders.",
+    )
 
 
 NextCursor = Annotated[
@@ -782,6 +800,7 @@ LEADERBOARD_ENTRY_EXAMPLE: dict[str, Any] = {
     "conservative": 7.881405258020575,
     "matches": 1,
     "last_played_at": "2026-11-21T10:00:00Z",
+    "volatility": None,
 }
 
 
@@ -798,6 +817,7 @@ class LeaderboardEntry(BaseModel):
     conservative: float
     matches: int
     last_played_at: datetime | None
+    volatility: float | None = Field(default=None, description=VOLATILITY_DESCRIPTION)
 
 
 class LeaderboardPage(BaseModel):
@@ -829,6 +849,7 @@ class PlayerOut(BaseModel):
                     "rank": 1,
                     "matches": 1,
                     "last_played_at": "2026-11-21T10:00:00Z",
+                    "volatility": None,
                 }
             ]
         }
@@ -842,9 +863,7 @@ class PlayerOut(BaseModel):
     rank: int = Field(description="Place on the leaderboard: players ahead of this one, plus 1.")
     matches: int
     last_played_at: datetime | None
-    volatility: float | None = Field(
-        default=None, description="Glicko-2 ladders: the player's volatility; else null."
-    )
+    volatility: float | None = Field(default=None, description=VOLATILITY_DESCRIPTION)
 
 
 class PlayerSeed(RequestBody):
@@ -877,8 +896,13 @@ class HistoryEntry(BaseModel):
                     "kind": "adjustment",
                     "match_id": None,
                     "played_at": "2026-11-21T09:00:00Z",
-                    "before": {"mu": 25.0, "sigma": 8.333333333333334, "conservative": 0.0},
-                    "after": {"mu": 31.5, "sigma": 2.5, "conservative": 24.0},
+                    "before": {
+                        "mu": 25.0,
+                        "sigma": 8.333333333333334,
+                        "conservative": 0.0,
+                        "volatility": None,
+                    },
+                    "after": {"mu": 31.5, "sigma": 2.5, "conservative": 24.0, "volatility": None},
                 }
             ]
         }
@@ -901,11 +925,17 @@ class HistoryPage(BaseModel):
                             "kind": "match",
                             "match_id": "g-1042",
                             "played_at": "2026-11-21T10:00:00Z",
-                            "before": {"mu": 25.0, "sigma": 8.333333333333334, "conservative": 0.0},
+                            "before": {
+                                "mu": 1500.0,
+                                "sigma": 350.0,
+                                "conservative": 800.0,
+                                "volatility": 0.06,
+                            },
                             "after": {
-                                "mu": 29.39583201999916,
-                                "sigma": 7.171475587326195,
-                                "conservative": 7.881405258020575,
+                                "mu": 1662.310893906298,
+                                "sigma": 290.31896371798047,
+                                "conservative": 1081.672966470337,
+                                "volatility": 0.05999967537233814,
                             },
                         }
                     ],
