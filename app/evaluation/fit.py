@@ -167,11 +167,16 @@ def search(
 
     first_loss = evaluate(best_values)
     widenings = 0
+    widened = True
     while len(cache) < max_evaluations:
         before = len(cache)
         remaining = max_evaluations - before
-        # Half the rest while a widening may follow, so that a wider search has replays.
-        share = remaining if widenings >= MAX_WIDENINGS else max(remaining // 2, 2 * len(keys))
+        # Half the rest after a widening, so that a further widening has replays left.
+        share = (
+            max(remaining // 2, 2 * len(keys))
+            if widened and widenings < MAX_WIDENINGS
+            else remaining
+        )
         x0 = np.array([current[k].to_unit(best_values[k]) for k in keys])
         converged = False
         with contextlib.suppress(_OutOfBudget):
@@ -190,8 +195,11 @@ def search(
             for k, side in movable:
                 current[k] = current[k].widened(side)
             widenings += 1
+            widened = True
         elif converged or len(cache) == before:
             break
+        else:
+            widened = False
     on_bound = [
         OnBound(
             k, side, current[k].low if side == "low" else current[k].high, current[k].at_limit(side)
