@@ -212,6 +212,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
             "train_log_loss_default": result.train_loss_default,
             "train_log_loss": result.train_loss,
             "evaluations": result.evaluations,
+            "widenings": result.widenings,
+            "on_bound": [b.as_dict() for b in result.on_bound],
             "test": result.test,
             "seconds": seconds,
         }
@@ -234,6 +236,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
             f"{_number(row['log_loss']):>9} {_number(row['pair_log_loss']):>8} "
             f"{_number(row['brier']):>7}"
         )
+    for b in result.on_bound:
+        edge = "its documented limit" if b.limit else "the widest searched range"
+        print(f"  {b.parameter} ended on its {b.side} bound {b.bound:.6g} ({edge})")
     print("ladder params:")
     print(json.dumps(ladder))
     return 0

@@ -3,17 +3,24 @@
 The objective is the pair log loss of ``metrics`` (the mean of -log P(a beats b) over
 every decisive pair of teams; for two-team matches exactly the log loss of the win
 probability) on the first ``train_fraction`` of the matches, replayed from the prior.
-It is minimised with scipy's bounded Powell method over the parameters below, each
-mapped onto [0, 1] (logarithmically for scale parameters), from the defaults, with a
-small budget of replays. The fitted and the default parameters are then compared on the
-later part: a replay of the whole file, measured only on the matches after the split.
+It is minimised with scipy's bounded Powell method from the defaults, each parameter
+searched in a scale that fits it (``Range``): logarithmically for the positive lengths and
+rates (beta, tau, K, a deviation, a volatility), so that 0.01 is as far from 0.1 as 1 from
+10, and linearly for a probability. When the best point lies on the edge of a searched
+range, that range is widened fourfold (never past the parameter's documented range,
+``app.rating.params``) and the search goes on from there, at most ``MAX_WIDENINGS`` times;
+every round draws on the same budget of replays. A parameter still on an edge at the end
+is reported (``FitResult.on_bound``). The fitted and the default parameters are then
+compared on the later part: a replay of the whole file, measured only on the matches after
+the split.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -23,55 +30,237 @@ from scipy.optimize import minimize
 from app.evaluation.data import MatchFile, empirical_draw_probability
 from app.evaluation.metrics import pair_log_loss, predict, summarize
 from app.evaluation.presets import build, resolve
-from app.rating.registry import WENG_LIN_MODELS
+from app.rating.params import MIN_LENGTH
+from app.rating.registry import WENG_LIN_MODELS, parameters
 
-#: name -> (low, high, logarithmic): the searched range of each fitted parameter.
-Bounds = dict[str, tuple[float, float, bool]]
+#: How many times the searched ranges may be widened after the first search.
+MAX_WIDENINGS = 6
+#: A widening multiplies a logarithmic range's edge by this (or divides it); a linear
+#: range's edge moves this many times closer to the documented limit.
+WIDENING = 4.0
+#: A point within this fraction of the searched range (in its scale) of an edge is on it.
+EDGE = 0.01
 
-_TRUESKILL: Bounds = {
+
+@dataclass(frozen=True, slots=True)
+class Range:
+    """The searched range of one parameter and how far it may be widened.
+
+    ``low``..``high`` is searched, logarithmically when ``log`` (both then positive);
+    ``floor``..``ceiling`` is the documented range (for a logarithmic one whose documented
+    lower end is 0, the smallest length ``MIN_LENGTH``), the most a widening reaches.
+    """
+
+    low: float
+    high: float
+    log: bool
+    floor: float
+    ceiling: float
+
+    def to_value(self, x: float) -> float:
+        """The value at position ``x`` in [0, 1] of the searched range."""
+        x = min(max(x, 0.0), 1.0)
+        if self.log:
+            a, b = math.log(self.low), math.log(self.high)
+            return min(max(math.exp(a + x * (b - a)), self.low), self.high)
+        return self.low + x * (self.high - self.low)
+
+    def to_unit(self, v: float) -> float:
+        """The position in [0, 1] of ``v`` (clamped into the searched range)."""
+        v = min(max(v, self.low), self.high)
+        if self.log:
+            return (math.log(v) - math.log(self.low)) / (math.log(self.high) - math.log(self.low))
+        return (v - self.low) / (self.high - self.low)
+
+    def widened(self, side: str) -> Range:
+        """This range with its ``side`` ("low" or "high") edge moved out, up to the limit."""
+        if side == "low":
+            low = (
+                self.low / WIDENING if self.log else self.floor + (self.low - self.floor) / WIDENING
+            )
+            return replace(self, low=max(self.floor, low))
+        if self.log:
+            return replace(self, high=min(self.ceiling, self.high * WIDENING))
+        return replace(self, high=self.ceiling - (self.ceiling - self.high) / WIDENING)
+
+    def at_limit(self, side: str) -> bool:
+        """Whether the ``side`` edge is the documented limit (cannot be widened)."""
+        return self.low <= self.floor if side == "low" else self.high >= self.ceiling
+
+
+@dataclass(frozen=True, slots=True)
+class OnBound:
+    """A fitted parameter whose best value lies on an edge of its searched range."""
+
+    parameter: str
+    #: "low" or "high".
+    side: str
+    #: The edge's value.
+    bound: float
+    #: True when that edge is the parameter's documented limit, so no wider search helps.
+    limit: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "parameter": self.parameter,
+            "side": self.side,
+            "bound": self.bound,
+            "limit": self.limit,
+        }
+
+
+@dataclass(slots=True)
+class Search:
+    """What ``search`` found."""
+
+    values: dict[str, float]
+    loss: float
+    #: The objective at the start.
+    first_loss: float
+    evaluations: int
+    #: How many times a range was widened (rounds of search after the first).
+    widenings: int
+    ranges: dict[str, Range]
+    on_bound: list[OnBound] = field(default_factory=list)
+
+
+class _OutOfBudget(Exception):
+    pass
+
+
+def search(
+    objective: Callable[[dict[str, float]], float],
+    ranges: Mapping[str, Range],
+    start: Mapping[str, float],
+    max_evaluations: int,
+) -> Search:
+    """Minimise ``objective`` over ``ranges`` from ``start`` with at most ``max_evaluations``
+    calls, widening a range whose edge the best point presses against (see the module).
+
+    The start is the first evaluation; the best point ever evaluated is returned.
+    """
+    if max_evaluations < 1:
+        raise ValueError(f"max evaluations must be at least 1, got {max_evaluations!r}")
+    current = dict(ranges)
+    keys = list(current)
+    cache: dict[tuple[str, ...], float] = {}
+    best_values = {k: float(start[k]) for k in keys}
+    best_loss = math.inf
+
+    def evaluate(values: dict[str, float]) -> float:
+        nonlocal best_values, best_loss
+        key = tuple(f"{values[k]:.12g}" for k in keys)
+        if key in cache:
+            return cache[key]
+        if len(cache) >= max_evaluations:
+            raise _OutOfBudget
+        loss = objective(values)
+        if not math.isfinite(loss):
+            loss = 1e6
+        cache[key] = loss
+        if loss < best_loss:
+            best_values, best_loss = dict(values), loss
+        return loss
+
+    def at(x: npt.NDArray[np.float64]) -> float:
+        return evaluate({k: current[k].to_value(float(v)) for k, v in zip(keys, x, strict=True)})
+
+    first_loss = evaluate(best_values)
+    widenings = 0
+    widened = True
+    while len(cache) < max_evaluations:
+        before = len(cache)
+        remaining = max_evaluations - before
+        # Half the rest after a widening, so that a further widening has replays left.
+        share = (
+            max(remaining // 2, 2 * len(keys))
+            if widened and widenings < MAX_WIDENINGS
+            else remaining
+        )
+        x0 = np.array([current[k].to_unit(best_values[k]) for k in keys])
+        converged = False
+        with contextlib.suppress(_OutOfBudget):
+            result = minimize(
+                at,
+                x0,
+                method="Powell",
+                bounds=[(0.0, 1.0)] * len(keys),
+                options={"maxfev": share, "xtol": 1e-3, "ftol": 1e-5},
+            )
+            converged = bool(result.success)
+        movable = [
+            (k, side) for k, side in _pressed(current, best_values) if not current[k].at_limit(side)
+        ]
+        if movable and widenings < MAX_WIDENINGS:
+            for k, side in movable:
+                current[k] = current[k].widened(side)
+            widenings += 1
+            widened = True
+        elif converged or len(cache) == before:
+            break
+        else:
+            widened = False
+    on_bound = [
+        OnBound(
+            k, side, current[k].low if side == "low" else current[k].high, current[k].at_limit(side)
+        )
+        for k, side in _pressed(current, best_values)
+    ]
+    return Search(best_values, best_loss, first_loss, len(cache), widenings, current, on_bound)
+
+
+def _pressed(ranges: Mapping[str, Range], values: Mapping[str, float]) -> list[tuple[str, str]]:
+    pressed = []
+    for k, r in ranges.items():
+        x = r.to_unit(values[k])
+        if x <= EDGE:
+            pressed.append((k, "low"))
+        elif x >= 1.0 - EDGE:
+            pressed.append((k, "high"))
+    return pressed
+
+
+#: name -> (low, high, logarithmic): the first searched range of each fitted parameter.
+_TRUESKILL = {
     "beta": (0.25, 25.0, True),
-    "tau": (0.0, 2.0, False),
+    "tau": (0.001, 2.0, True),
     "draw_probability": (0.0, 0.9, False),
 }
-_PLACKETT_LUCE: Bounds = {"beta": (0.25, 25.0, True), "tau": (0.0, 2.0, False)}
+_PLACKETT_LUCE = {"beta": (0.25, 25.0, True), "tau": (0.001, 2.0, True)}
 #: Glicko-2: the paper's advised tau of 0.3 to 1.2 widened, and the prior's RD and volatility.
-_GLICKO2: Bounds = {
+_GLICKO2 = {
     "tau": (0.1, 2.0, True),
     "deviation": (50.0, 700.0, True),
     "volatility": (0.01, 0.5, True),
 }
 
 
-def fitted_bounds(name: str) -> Bounds:
-    """The parameters fitted for an algorithm or preset and their ranges.
+def fitted_ranges(name: str) -> dict[str, Range]:
+    """The parameters fitted for an algorithm or preset and their first searched ranges.
 
     TrueSkill: beta, tau, draw_probability; the Weng-Lin models (Plackett-Luce,
     Bradley-Terry, Thurstone-Mosteller): beta, tau; Glicko-2: tau and the prior's deviation
     and volatility; the Elo family: k_factor, from 1/20 to 8 times the configuration's own.
+    Each may be widened up to its documented range.
     """
     algorithm, params = resolve(name)
     if algorithm == "trueskill":
-        return dict(_TRUESKILL)
-    if algorithm == "plackett_luce" or algorithm in WENG_LIN_MODELS:
-        return dict(_PLACKETT_LUCE)
-    if algorithm == "glicko2":
-        return dict(_GLICKO2)
-    k = float(params.get("k_factor", 32.0))
-    return {"k_factor": (k / 20.0, k * 8.0, True)}
-
-
-def _to_value(x: float, low: float, high: float, log: bool) -> float:
-    x = min(max(x, 0.0), 1.0)
-    if log:
-        return math.exp(math.log(low) + x * (math.log(high) - math.log(low)))
-    return low + x * (high - low)
-
-
-def _to_unit(v: float, low: float, high: float, log: bool) -> float:
-    v = min(max(v, low), high)
-    if log:
-        return (math.log(v) - math.log(low)) / (math.log(high) - math.log(low))
-    return (v - low) / (high - low)
+        first = _TRUESKILL
+    elif algorithm == "plackett_luce" or algorithm in WENG_LIN_MODELS:
+        first = _PLACKETT_LUCE
+    elif algorithm == "glicko2":
+        first = _GLICKO2
+    else:
+        k = float(params.get("k_factor", 32.0))
+        first = {"k_factor": (k / 20.0, k * 8.0, True)}
+    specs = {spec.name: spec for spec in parameters(algorithm)}
+    ranges = {}
+    for key, (low, high, log) in first.items():
+        spec = specs[key]
+        floor = max(spec.low, MIN_LENGTH) if log else spec.low
+        ceiling = math.nextafter(spec.high, -math.inf) if spec.high_open else spec.high
+        ranges[key] = Range(max(low, floor), min(high, ceiling), log, floor, ceiling)
+    return ranges
 
 
 @dataclass(slots=True)
@@ -90,6 +279,10 @@ class FitResult:
     evaluations: int
     #: Metrics on the later part: "default" and "fitted" -> result rows of ``summarize``.
     test: dict[str, dict[str, Any]]
+    #: Fitted parameters left on an edge of their searched range.
+    on_bound: list[OnBound] = field(default_factory=list)
+    #: How many times a searched range was widened.
+    widenings: int = 0
 
 
 def fit(
@@ -100,7 +293,8 @@ def fit(
     max_evaluations: int = 40,
     on_evaluation: Callable[[int, dict[str, float], float], None] | None = None,
 ) -> FitResult:
-    """Fit ``name``'s parameters on the earlier ``train_fraction`` of ``match_file``."""
+    """Fit ``name``'s parameters on the earlier ``train_fraction`` of ``match_file`` with at
+    most ``max_evaluations`` replays of it (every round of the search included)."""
     if not 0.0 < train_fraction < 1.0:
         raise ValueError(f"train fraction must be in (0, 1), got {train_fraction!r}")
     matches = match_file.matches
@@ -112,45 +306,25 @@ def fit(
     algorithm, base = resolve(name, draw_probability=draw)
     default_model = build(name, draw_probability=draw)
     defaults = default_model.params
-    bounds = fitted_bounds(name)
-    keys = list(bounds)
-    cache: dict[tuple[float, ...], float] = {}
+    ranges = fitted_ranges(name)
+    count = 0
 
-    def params_at(x: npt.NDArray[np.float64]) -> dict[str, float]:
-        return {k: _to_value(float(v), *bounds[k]) for k, v in zip(keys, x, strict=True)}
-
-    def objective(x: npt.NDArray[np.float64]) -> float:
-        key = tuple(round(float(v), 12) for v in x)
-        if key in cache:
-            return cache[key]
-        values = params_at(x)
+    def objective(values: dict[str, float]) -> float:
+        nonlocal count
         try:
             model = build(name, {**base, **values})
             run = predict(model, train, len(match_file.players), pair_loss=True)
             loss = pair_log_loss(run)
         except (ValueError, ArithmeticError):
             loss = math.inf
-        if not math.isfinite(loss):
-            loss = 1e6
-        cache[key] = loss
+        count += 1
         if on_evaluation is not None:
-            on_evaluation(len(cache), values, loss)
+            on_evaluation(count, values, loss if math.isfinite(loss) else 1e6)
         return loss
 
-    x0 = np.array([_to_unit(float(defaults[k]), *bounds[k]) for k in keys])
-    default_loss = objective(x0)
-    result = minimize(
-        objective,
-        x0,
-        method="Powell",
-        bounds=[(0.0, 1.0)] * len(keys),
-        options={"maxfev": max_evaluations, "xtol": 1e-3, "ftol": 1e-5},
-    )
-    best_x = np.asarray(result.x, dtype=np.float64)
-    best_loss = objective(best_x)
-    if best_loss > default_loss:
-        best_x, best_loss = x0, default_loss
-    fitted = {**base, **params_at(best_x)}
+    start = {k: float(defaults[k]) for k in ranges}
+    found = search(objective, ranges, start, max_evaluations)
+    fitted = {**base, **found.values}
     fitted_model = build(name, fitted)
     evaluation = _compare(match_file, name, dict(defaults), fitted, split)
     return FitResult(
@@ -160,10 +334,12 @@ def fit(
         default_params=dict(defaults),
         train_matches=split,
         test_matches=len(matches) - split,
-        train_loss_default=default_loss,
-        train_loss=best_loss,
-        evaluations=len(cache),
+        train_loss_default=found.first_loss,
+        train_loss=found.loss,
+        evaluations=found.evaluations,
         test=evaluation,
+        on_bound=found.on_bound,
+        widenings=found.widenings,
     )
 
 
