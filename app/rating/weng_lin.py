@@ -25,6 +25,7 @@ written down where it applies (partial play: ``partial_play``; predictions: the 
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 from app.rating.base import (
@@ -144,7 +145,7 @@ def _cdf(x: float) -> float:
     return 0.5 * _erfc(-x * _INV_SQRT2)
 
 
-class WengLin:
+class WengLin(ABC):
     r"""The shared part of the Weng-Lin models; a subclass gives ``_team_steps``.
 
     Parameters (the paper's symbols; defaults as in ``rating-models.md`` sections 3, 7):
@@ -273,6 +274,7 @@ class WengLin:
         step, shrink = self._team_steps(theta, var, ranks)
         return self._apply(teams, step, shrink, weights)
 
+    @abstractmethod
     def _team_steps(
         self, theta: list[float], var: list[float], ranks: list[float] | None
     ) -> tuple[list[float], list[float]]:
@@ -281,7 +283,6 @@ class WengLin:
         ``theta`` and ``var`` are the team means and (widened) variances; ``ranks`` the
         outcome (``None``: the listed order, every team placed below the one before it).
         """
-        raise NotImplementedError
 
     def _apply(
         self,
