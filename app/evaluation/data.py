@@ -3,7 +3,9 @@
 One match per line (``../shared/data/README.md``): ``match_id``, ``played_at``,
 ``teams`` (lists of player ids), ``ranks`` (lower is better, equal is a draw) or
 ``scores`` (higher is better) or neither (teams listed winner first), optional
-``weights`` (partial play in [0, 1], the shape of ``teams``) and ``meta`` (ignored).
+``weights`` (partial play in [0, 1], the shape of ``teams``), ``advantage`` (each team's
+share in [0, 1] of the ladder's advantage: home ground, first move) and ``meta``
+(ignored).
 Plain or gzip-compressed (a name ending in ``.gz``). Blank lines are skipped.
 
 Player ids become small integers (indices into a ratings table) in order of first
@@ -49,7 +51,10 @@ class Match:
 
     ``teams[j]`` holds player indices into ``MatchFile.players``; ``ranks[j]`` is lower for
     better (equal: a draw), always filled in; ``weights`` is ``None`` for full play.
-    ``day`` is ``played_at`` in days since 1970-01-01 UTC (NaN when the file has none).
+    ``scores`` are the teams' scores when the file gives them (higher is better; the
+    margin an algorithm may learn from), else ``None``. ``advantage`` is each team's share
+    of the advantage, ``None`` when no team has any. ``day`` is ``played_at`` in days
+    since 1970-01-01 UTC (NaN when the file has none).
     """
 
     line: int
@@ -58,6 +63,8 @@ class Match:
     teams: tuple[tuple[int, ...], ...]
     ranks: tuple[float, ...]
     weights: tuple[tuple[float, ...], ...] | None = None
+    scores: tuple[float, ...] | None = None
+    advantage: tuple[float, ...] | None = None
 
 
 @dataclass(slots=True)
@@ -146,6 +153,24 @@ def _weights(body: dict[str, Any], sizes: list[int]) -> tuple[tuple[float, ...],
     return tuple(out)
 
 
+def _scores(body: dict[str, Any]) -> tuple[float, ...] | None:
+    scores = body.get("scores")
+    return None if scores is None else tuple(float(v) for v in scores)
+
+
+def _advantage(body: dict[str, Any], k: int) -> tuple[float, ...] | None:
+    shares = body.get("advantage")
+    if shares is None:
+        return None
+    if not isinstance(shares, list) or len(shares) != k:
+        raise ValueError(f"advantage must be a list of {k} numbers (one per team)")
+    if not all(_number(a) and 0.0 <= a <= 1.0 for a in shares):
+        raise ValueError(f"advantage must hold numbers in [0, 1], got {shares!r}")
+    if not any(shares):
+        return None
+    return tuple(float(a) for a in shares)
+
+
 def read_matches(path: str | Path) -> MatchFile:
     """Read a match file (plain or ``.gz``); raise ``DataError`` naming the bad line."""
     path = Path(path)
@@ -175,6 +200,8 @@ def read_matches(path: str | Path) -> MatchFile:
                         raise ValueError(f"teams[{j}] holds {pid!r}, not a player id")
             ranks = _outcome(body, len(teams))
             weights = _weights(body, [len(team) for team in teams])
+            scores = _scores(body)
+            advantage = _advantage(body, len(teams))
             day = last_day if body.get("played_at") is None else parse_day(body["played_at"])
             match_id = body.get("match_id", str(number))
             if not isinstance(match_id, str | int) or isinstance(match_id, bool):
@@ -197,7 +224,7 @@ def read_matches(path: str | Path) -> MatchFile:
                     players.append(key)
                 row.append(i)
             idx.append(tuple(row))
-        match = Match(number, str(match_id), day, tuple(idx), ranks, weights)
+        match = Match(number, str(match_id), day, tuple(idx), ranks, weights, scores, advantage)
         rows.append((day, len(rows), match))
     if all(not math.isnan(day) for day, _, _ in rows):
         rows.sort(key=lambda r: (r[0], r[1]))

@@ -18,6 +18,7 @@ BODIES = [
         "teams": [["x", "z"], ["y"]],
         "scores": [3, 3],
         "weights": [[1.0, 0.5], [1.0]],
+        "advantage": [1, 0],
     },
 ]
 
@@ -35,6 +36,8 @@ def test_plain_and_gzip_read_alike_in_time_order(write_matches: WriteMatches) ->
     assert b.ranks == (2.0, 1.0) and b.line == 1
     assert c.ranks == (-3.0, -3.0)  # scores: higher is better, equal is a draw
     assert c.weights == ((1.0, 0.5), (1.0,))
+    assert c.scores == (3.0, 3.0) and a.scores is None and b.scores is None
+    assert c.advantage == (1.0, 0.0) and a.advantage is None
     # 2024-01-02 at midnight UTC, with or without the zone; the date alone is midnight.
     assert b.day == c.day == 19724.0
     assert a.day == 19723.5
@@ -54,6 +57,8 @@ def test_plain_and_gzip_read_alike_in_time_order(write_matches: WriteMatches) ->
         ('{"teams": [["a"], ["b"]], "scores": [1, NaN]}', "finite"),
         ('{"teams": [["a"], ["b"]], "weights": [[1.5], [1]]}', "weights[0]"),
         ('{"teams": [["a"], ["b"]], "played_at": "yesterday"}', "ISO 8601"),
+        ('{"teams": [["a"], ["b"]], "advantage": [1]}', "advantage must be a list of 2"),
+        ('{"teams": [["a"], ["b"]], "advantage": [2, 0]}', "in [0, 1]"),
     ],
 )
 def test_a_bad_line_is_named(write_matches: WriteMatches, line: str, message: str) -> None:
