@@ -36,7 +36,8 @@ from app.rating.registry import WENG_LIN_MODELS, parameters
 #: How many times the searched ranges may be widened after the first search.
 MAX_WIDENINGS = 6
 #: A widening multiplies a logarithmic range's edge by this (or divides it); a linear
-#: range's edge moves this many times closer to the documented limit.
+#: range's edge moves this many times closer to the documented limit, or out by this
+#: many widths of the range less one, whichever is the smaller move.
 WIDENING = 4.0
 #: A point within this fraction of the searched range (in its scale) of an edge is on it.
 EDGE = 0.01
@@ -74,14 +75,17 @@ class Range:
 
     def widened(self, side: str) -> Range:
         """This range with its ``side`` ("low" or "high") edge moved out, up to the limit."""
+        step = (self.high - self.low) * (WIDENING - 1.0)
         if side == "low":
-            low = (
-                self.low / WIDENING if self.log else self.floor + (self.low - self.floor) / WIDENING
-            )
+            if self.log:
+                low = self.low / WIDENING
+            else:
+                low = max(self.floor + (self.low - self.floor) / WIDENING, self.low - step)
             return replace(self, low=max(self.floor, low))
         if self.log:
             return replace(self, high=min(self.ceiling, self.high * WIDENING))
-        return replace(self, high=self.ceiling - (self.ceiling - self.high) / WIDENING)
+        high = min(self.ceiling - (self.ceiling - self.high) / WIDENING, self.high + step)
+        return replace(self, high=high)
 
     def at_limit(self, side: str) -> bool:
         """Whether the ``side`` edge is the documented limit (cannot be widened)."""
@@ -235,13 +239,30 @@ _GLICKO2 = {
 }
 
 
-def fitted_ranges(name: str) -> dict[str, Range]:
+def _advantage_range(algorithm: str, params: Mapping[str, Any]) -> tuple[float, float, bool]:
+    """The first searched range of ``advantage``: a disadvantage of half a performance
+    deviation to an advantage of one and a half, in the model's own units (linear)."""
+    if algorithm == "glicko2":
+        spread = 2.0 * 173.7178 / math.sqrt(math.pi)  # Glicko-2's quality_beta at phi 0
+    elif algorithm == "elo":
+        if params.get("model", "logistic") == "logistic":
+            spread = 2.0 * float(params.get("scale", 400.0)) / (math.sqrt(math.pi) * math.log(10))
+        else:
+            spread = float(params.get("beta", 200.0))
+    else:
+        spread = float(params.get("beta", 25.0 / 6.0))
+    return (-0.5 * spread, 1.5 * spread, False)
+
+
+def fitted_ranges(name: str, *, advantage: bool = False) -> dict[str, Range]:
     """The parameters fitted for an algorithm or preset and their first searched ranges.
 
     TrueSkill: beta, tau, draw_probability; the Weng-Lin models (Plackett-Luce,
     Bradley-Terry, Thurstone-Mosteller): beta, tau; Glicko-2: tau and the prior's deviation
     and volatility; the Elo family: k_factor, from 1/20 to 8 times the configuration's own.
-    Each may be widened up to its documented range.
+    With ``advantage`` (the matches give advantage shares), also ``advantage``, linearly
+    from -1/2 to 3/2 performance deviations. Each may be widened up to its documented
+    range.
     """
     algorithm, params = resolve(name)
     if algorithm == "trueskill":
@@ -253,6 +274,8 @@ def fitted_ranges(name: str) -> dict[str, Range]:
     else:
         k = float(params.get("k_factor", 32.0))
         first = {"k_factor": (k / 20.0, k * 8.0, True)}
+    if advantage:
+        first = {**first, "advantage": _advantage_range(algorithm, params)}
     specs = {spec.name: spec for spec in parameters(algorithm)}
     ranges = {}
     for key, (low, high, log) in first.items():
@@ -306,7 +329,7 @@ def fit(
     algorithm, base = resolve(name, draw_probability=draw)
     default_model = build(name, draw_probability=draw)
     defaults = default_model.params
-    ranges = fitted_ranges(name)
+    ranges = fitted_ranges(name, advantage=any(m.advantage is not None for m in train))
     count = 0
 
     def objective(values: dict[str, float]) -> float:

@@ -139,8 +139,9 @@ class BradleyTerryPart(WengLin):
         kappa: float = 1e-4,
         limit_sigma: bool = False,
         window_size: float = 4,
+        advantage: float = 0.0,
     ) -> None:
-        super().__init__(mu, sigma, beta, tau, kappa, limit_sigma)
+        super().__init__(mu, sigma, beta, tau, kappa, limit_sigma, advantage=advantage)
         self._window = check_window(window_size)
 
     @property

@@ -34,8 +34,9 @@ Either way each p lies in [0, 1] for any finite input and every output is finite
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
-from app.rating.base import Rating, Teams, Weights, check_teams, check_weights
+from app.rating.base import Rating, Teams, Weights
 from app.rating.weng_lin import PARAMETERS as _FAMILY_PARAMETERS
 from app.rating.weng_lin import WengLin, checked_rating
 
@@ -258,7 +259,12 @@ class PlackettLuce(WengLin):
 
     # ------------------------------------------------------------------ predictions
 
-    def win_probabilities(self, teams: Teams, weights: Weights | None = None) -> list[float]:
+    def win_probabilities(
+        self,
+        teams: Teams,
+        weights: Weights | None = None,
+        advantage: Sequence[float] | None = None,
+    ) -> list[float]:
         """P(team j finishes first) under the Plackett-Luce model itself, one per team.
 
         P(j first) = exp(theta_j / c) / sum_i exp(theta_i / c), the first factor of the
@@ -267,24 +273,12 @@ class PlackettLuce(WengLin):
         largest exponent (log-sum-exp), so it never overflows; the values sum to 1.
         With partial play, theta_j = sum_i w_i mu_i and sigma_j^2 = sum_i w_i^2 sigma_i^2
         (the raw weights in [0, 1]: a prediction, not the update's rescaled weights).
-        Beliefs are used as they are: no dynamics tau is added.
+        Beliefs are used as they are: no dynamics tau is added. A team's advantage adds to
+        its theta_j.
         """
-        check_teams(teams, bayesian=True)
-        w = check_weights(teams, weights)
+        theta, var = self._prediction_sums(teams, weights, advantage)
         c2 = len(teams) * self._beta2
-        theta: list[float] = []
-        for j, team in enumerate(teams):
-            m = 0.0
-            v = 0.0
-            if w is None:
-                for mu, sigma in team:
-                    m += mu
-                    v += sigma * sigma
-            else:
-                for (mu, sigma), wt in zip(team, w[j], strict=True):
-                    m += wt * mu
-                    v += wt * wt * sigma * sigma
-            theta.append(m)
+        for v in var:
             c2 += v
         c = _sqrt(c2)
         x = [t / c for t in theta]

@@ -85,13 +85,15 @@ class ReplayMatch:
     ``teams[j][i]`` is a player's index into the ratings table; ``ranks`` lower is better
     (``None``: teams listed winner first); ``weights`` partial play in the shape of
     ``teams`` (``None``: everyone played fully); ``day`` when it was played, in days from
-    any fixed epoch (only differences matter, for ``tau_per_day``).
+    any fixed epoch (only differences matter, for ``tau_per_day``); ``advantage`` each
+    team's share of the model's advantage (``None``: no team has any).
     """
 
     teams: Sequence[Sequence[int]]
     ranks: Sequence[float] | None = None
     weights: Sequence[Sequence[float]] | None = None
     day: float = 0.0
+    advantage: Sequence[float] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +196,9 @@ def replay(
     ``app.rating._vector``: two teams for every model, three or more for Plackett-Luce
     and pairwise Elo. The rest (TrueSkill's message passing and whole-order Elo for three
     or more teams, groups under ``MIN_BLOCK``, replays under ``MIN_FAST_MATCHES``, models
-    of other classes) goes through ``model.rate`` one match at a time.
+    of other classes) goes through ``model.rate`` one match at a time, and so does a
+    replay in which an advantage counts (a model with a nonzero ``advantage`` and a match
+    giving shares).
 
     Raises ``RatingInputError`` naming the argument: ``mu``, ``sigma``, ``last_day``,
     ``tau_per_day``, or ``matches[i].<argument>`` for match i (its ``teams``, ``ranks``,
@@ -220,6 +224,8 @@ def replay(
             model, mu_t, sigma_t, day_t, matches, tau_per_day, with_quality, vol_t
         )
     kernel = kernel_for(model)
+    if kernel is not None and _advantage_counts(model, matches):
+        kernel = None
     if kernel is not None and len(matches) >= MIN_FAST_MATCHES:
         try:
             engine = _Engine(model, kernel, mu_t.copy(), sigma_t.copy(), day_t.copy(), tau_per_day)
@@ -229,6 +235,13 @@ def replay(
             # below gives the same numbers, or the error naming the first bad match.
             pass
     return _replay_one_by_one(model, mu_t, sigma_t, day_t, matches, tau_per_day, with_quality)
+
+
+def _advantage_counts(model: RatingModel, matches: Sequence[ReplayMatch]) -> bool:
+    """Whether a match of ``matches`` gives a team an advantage that ``model`` counts."""
+    if not model.params.get("advantage"):
+        return False
+    return any(getattr(m, "advantage", None) is not None for m in matches)
 
 
 def _replay_one_by_one(
@@ -279,8 +292,10 @@ def _replay_one_by_one(
             teams.append(team)
         try:
             if with_quality:
-                quality.append(model.quality(teams, match.weights))
-            new = model.rate(teams, ranks=match.ranks, weights=match.weights)
+                quality.append(model.quality(teams, match.weights, match.advantage))
+            new = model.rate(
+                teams, ranks=match.ranks, weights=match.weights, advantage=match.advantage
+            )
         except RatingInputError as exc:
             raise RatingInputError(f"matches[{index}].{exc.argument}", exc.message) from None
         for row, new_row in zip(players, new, strict=True):

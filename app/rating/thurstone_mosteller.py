@@ -86,8 +86,9 @@ class ThurstoneMostellerFull(WengLin):
         kappa: float = 1e-4,
         limit_sigma: bool = False,
         epsilon: float = 0.1,
+        advantage: float = 0.0,
     ) -> None:
-        super().__init__(mu, sigma, beta, tau, kappa, limit_sigma)
+        super().__init__(mu, sigma, beta, tau, kappa, limit_sigma, advantage=advantage)
         self._epsilon = check_positive("epsilon", epsilon, allow_zero=True)
 
     @property
@@ -161,8 +162,9 @@ class ThurstoneMostellerPart(ThurstoneMostellerFull):
         limit_sigma: bool = False,
         epsilon: float = 0.1,
         window_size: float = 4,
+        advantage: float = 0.0,
     ) -> None:
-        super().__init__(mu, sigma, beta, tau, kappa, limit_sigma, epsilon)
+        super().__init__(mu, sigma, beta, tau, kappa, limit_sigma, epsilon, advantage=advantage)
         self._window = check_window(window_size)
 
     @property

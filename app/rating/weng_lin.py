@@ -38,9 +38,10 @@ from app.rating.base import (
     check_teams,
     check_weights,
     outcome_ranks,
+    team_offsets,
 )
 from app.rating.gaussian import ppf
-from app.rating.params import MAX_LENGTH, MAX_MEAN, MIN_LENGTH, Parameter
+from app.rating.params import ADVANTAGE, MAX_LENGTH, MAX_MEAN, MIN_LENGTH, Parameter
 from app.rating.quality import PredictedRank, match_quality, ranks_from_pairwise
 
 __all__ = ["MIN_KAPPA", "PARAMETERS", "WengLin", "partial_play"]
@@ -92,6 +93,7 @@ PARAMETERS = (
         "",
         boolean=True,
     ),
+    ADVANTAGE,
 )
 
 _sqrt = math.sqrt
@@ -159,6 +161,8 @@ class WengLin(ABC):
       1 - sigma_ij^2 / sigma_i^2 * Delta_i, in (0, 1), so sigma stays > 0.
     - ``limit_sigma`` (false): when true a player's sigma after the match is at most its
       sigma before it, dynamics included (``openskill``'s option of that name).
+    - ``advantage`` (0): what a team with a full advantage share adds to its team mean
+      theta_j, in the update, the quality and every prediction (not in ``openskill``).
 
     The object is immutable after construction; every method returns new values.
     """
@@ -168,7 +172,17 @@ class WengLin(ABC):
     #: (``True``) or divides by it (``False``; see ``_apply``).
     _ZERO_STEP_GAINS: bool = True
 
-    __slots__ = ("_beta", "_beta2", "_kappa", "_limit_sigma", "_mu", "_sigma", "_tau", "_tau2")
+    __slots__ = (
+        "_advantage",
+        "_beta",
+        "_beta2",
+        "_kappa",
+        "_limit_sigma",
+        "_mu",
+        "_sigma",
+        "_tau",
+        "_tau2",
+    )
 
     def __init__(
         self,
@@ -178,6 +192,8 @@ class WengLin(ABC):
         tau: float = 25.0 / 300.0,
         kappa: float = 1e-4,
         limit_sigma: bool = False,
+        *,
+        advantage: float = 0.0,
     ) -> None:
         self._mu = check_finite("mu", mu)
         self._sigma = check_positive("sigma", sigma)
@@ -189,6 +205,7 @@ class WengLin(ABC):
         if not isinstance(limit_sigma, bool):
             raise RatingInputError("limit_sigma", f"must be true or false, got {limit_sigma!r}")
         self._limit_sigma = limit_sigma
+        self._advantage = check_finite("advantage", advantage)
         # Precomputed for the hot path.
         self._beta2 = self._beta * self._beta
         self._tau2 = self._tau * self._tau
@@ -207,6 +224,7 @@ class WengLin(ABC):
             "tau": self._tau,
             "kappa": self._kappa,
             "limit_sigma": self._limit_sigma,
+            "advantage": self._advantage,
         }
 
     def rating(self, mu: float | None = None, sigma: float | None = None) -> Rating:
@@ -223,6 +241,7 @@ class WengLin(ABC):
         ranks: Sequence[float] | None = None,
         scores: Sequence[float] | None = None,
         weights: Weights | None = None,
+        advantage: Sequence[float] | None = None,
     ) -> list[list[Rating]]:
         """New ratings after one match, in the shape of ``teams``.
 
@@ -236,12 +255,15 @@ class WengLin(ABC):
         team's Omega_i >= 0, and divides them when Omega_i < 0. Weights that are all 1
         (or omitted) leave the update unweighted; there ``openskill`` would still give a
         one-player team the weight 2 if a weights argument is passed at all.
+
+        ``advantage``: each team's share; ``advantage`` times it is added to theta_j.
         """
         check_teams(teams, bayesian=True)
         k = len(teams)
         r = None if ranks is None and scores is None else outcome_ranks(k, ranks, scores)
         w = check_weights(teams, weights)
-        return self._update(teams, r, None if w is None else partial_play(w))
+        offsets = team_offsets(self._advantage, k, advantage)
+        return self._update(teams, r, None if w is None else partial_play(w), offsets)
 
     def rate_1vs1(
         self, winner: Rating, loser: Rating, drawn: bool = False
@@ -257,8 +279,10 @@ class WengLin(ABC):
         teams: Teams,
         ranks: list[float] | None,
         weights: list[list[float]] | None,
+        offsets: list[float] | None = None,
     ) -> list[list[Rating]]:
-        """The update on checked input; ``weights`` already rescaled, ``None`` if unweighted."""
+        """The update on checked input; ``weights`` already rescaled, ``None`` if unweighted;
+        ``offsets`` the teams' advantages (``None``: none)."""
         tau2 = self._tau2
         k = len(teams)
         theta = [0.0] * k  # team mean: sum of the players' mu
@@ -269,7 +293,7 @@ class WengLin(ABC):
             for mu, sigma in team:
                 m += mu
                 v += sigma * sigma + tau2
-            theta[j] = m
+            theta[j] = m if offsets is None else m + offsets[j]
             var[j] = v
         step, shrink = self._team_steps(theta, var, ranks)
         return self._apply(teams, step, shrink, weights)
@@ -330,15 +354,17 @@ class WengLin(ABC):
     # ------------------------------------------------------------------ predictions
 
     def _prediction_sums(
-        self, teams: Teams, weights: Weights | None
+        self, teams: Teams, weights: Weights | None, advantage: Sequence[float] | None
     ) -> tuple[list[float], list[float]]:
-        """Checked teams as (theta_j, sigma_j^2): sum w mu and sum w^2 sigma^2, no tau.
+        """Checked teams as (theta_j, sigma_j^2): sum w mu (plus the team's advantage) and
+        sum w^2 sigma^2, no tau.
 
         Partial play uses the raw weights in [0, 1] (a prediction, not the update's
         rescaled weights); ``openskill`` predicts without weights, which is w = 1.
         """
         check_teams(teams, bayesian=True)
         w = check_weights(teams, weights)
+        offsets = team_offsets(self._advantage, len(teams), advantage)
         theta: list[float] = []
         var: list[float] = []
         for j, team in enumerate(teams):
@@ -352,7 +378,7 @@ class WengLin(ABC):
                 for (mu, sigma), wt in zip(team, w[j], strict=True):
                     m += wt * mu
                     v += wt * wt * sigma * sigma
-            theta.append(m)
+            theta.append(m if offsets is None else m + offsets[j])
             var.append(v)
         return theta, var
 
@@ -369,7 +395,12 @@ class WengLin(ABC):
                     row[j] = _cdf((theta[i] - theta[j]) / _sqrt(two_beta2 + var[i] + var[j]))
         return table
 
-    def predict_rank(self, teams: Teams, weights: Weights | None = None) -> list[PredictedRank]:
+    def predict_rank(
+        self,
+        teams: Teams,
+        weights: Weights | None = None,
+        advantage: Sequence[float] | None = None,
+    ) -> list[PredictedRank]:
         """The predicted finishing order: per team its rank (1 is first, equal chances
         share a rank) and the probability behind it, equal to ``openskill``'s
         ``predict_rank``.
@@ -379,10 +410,15 @@ class WengLin(ABC):
         ``_pairwise``), normalised to sum to 1 (``quality.ranks_from_pairwise``).
         Beliefs are used as they are: no dynamics tau is added.
         """
-        theta, var = self._prediction_sums(teams, weights)
+        theta, var = self._prediction_sums(teams, weights, advantage)
         return ranks_from_pairwise(self._pairwise(theta, var))
 
-    def quality(self, teams: Teams, weights: Weights | None = None) -> float:
+    def quality(
+        self,
+        teams: Teams,
+        weights: Weights | None = None,
+        advantage: Sequence[float] | None = None,
+    ) -> float:
         """How balanced the match is, in (0, 1]: the TrueSkill paper's match quality.
 
         Equation 7 generalised to any teams (``rating-models.md`` section 1, computed by
@@ -392,9 +428,15 @@ class WengLin(ABC):
         for every Gaussian model. Beliefs are used as they are: no dynamics tau is added.
         """
         check_teams(teams, bayesian=True)
-        return match_quality(teams, check_weights(teams, weights), self._beta)
+        offsets = team_offsets(self._advantage, len(teams), advantage)
+        return match_quality(teams, check_weights(teams, weights), self._beta, offsets)
 
-    def draw_probability(self, teams: Teams, weights: Weights | None = None) -> float | None:
+    def draw_probability(
+        self,
+        teams: Teams,
+        weights: Weights | None = None,
+        advantage: Sequence[float] | None = None,
+    ) -> float | None:
         """The chance of a draw, equal to ``openskill``'s ``predict_draw``.
 
         With n players in all, a draw margin eps = sqrt(n) beta Phi^-1((1 + 1/n) / 2) (the
@@ -403,7 +445,7 @@ class WengLin(ABC):
         theta_j, c^2 = 2 beta^2 + sigma_i^2 + sigma_j^2; the answer is the mean over the
         pairs. Beliefs are used as they are: no dynamics tau is added.
         """
-        theta, var = self._prediction_sums(teams, weights)
+        theta, var = self._prediction_sums(teams, weights, advantage)
         n = sum(len(team) for team in teams)
         eps = _sqrt(n) * self._beta * ppf((1.0 + 1.0 / n) / 2.0)
         two_beta2 = 2.0 * self._beta2
@@ -416,13 +458,18 @@ class WengLin(ABC):
                 total += _cdf((eps - d) / c) - _cdf((-d - eps) / c)
         return total / (k * (k - 1) // 2)
 
-    def win_probabilities(self, teams: Teams, weights: Weights | None = None) -> list[float]:
+    def win_probabilities(
+        self,
+        teams: Teams,
+        weights: Weights | None = None,
+        advantage: Sequence[float] | None = None,
+    ) -> list[float]:
         """P(team j finishes first), one per team, equal to ``openskill``'s ``predict_win``.
 
         The probabilities of ``predict_rank``: for two teams P(1 beats 2) and its
         complement, for k teams the mean of each team's pairwise chances, normalised.
         """
-        theta, var = self._prediction_sums(teams, weights)
+        theta, var = self._prediction_sums(teams, weights, advantage)
         table = self._pairwise(theta, var)
         if len(teams) == 2:
             p = table[0][1]

@@ -56,6 +56,7 @@ def test_defaults_are_the_papers_and_openskills() -> None:
         "tau": 25.0 / 300,
         "kappa": 1e-4,
         "limit_sigma": False,
+        "advantage": 0.0,
     }
     assert model.rating() == Rating(25.0, 25.0 / 3)
     assert model.rating(mu=30.0) == Rating(30.0, 25.0 / 3)

@@ -81,6 +81,7 @@ def test_defaults_are_openskills(name: str) -> None:
         "tau": 25.0 / 300,
         "kappa": 1e-4,
         "limit_sigma": False,
+        "advantage": 0.0,
     }
     if name.startswith("Thurstone"):
         expected["epsilon"] = 0.1
