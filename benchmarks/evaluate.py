@@ -122,7 +122,10 @@ class TrueSkillPackage(_Package):
         ranks: Sequence[float] | None = None,
         weights: Any = None,
         advantage: Any = None,
+        scores: Sequence[float] | None = None,
     ) -> list[list[Rating]]:
+        if scores is not None:
+            ranks = [-s for s in scores]
         groups = [[self.env.create_rating(r.mu, r.sigma) for r in team] for team in teams]
         new = self.env.rate(groups, ranks=list(ranks) if ranks is not None else None)
         return [[Rating(float(r.mu), float(r.sigma)) for r in team] for team in new]
@@ -165,7 +168,10 @@ class OpenSkillPackage(_Package):
         ranks: Sequence[float] | None = None,
         weights: Any = None,
         advantage: Any = None,
+        scores: Sequence[float] | None = None,
     ) -> list[list[Rating]]:
+        if scores is not None:
+            ranks = [-s for s in scores]
         new = self.model.rate(
             self._ratings(teams), ranks=list(ranks) if ranks is not None else None
         )

@@ -254,15 +254,27 @@ def _advantage_range(algorithm: str, params: Mapping[str, Any]) -> tuple[float, 
     return (-0.5 * spread, 1.5 * spread, False)
 
 
-def fitted_ranges(name: str, *, advantage: bool = False) -> dict[str, Range]:
+def _margin_range(algorithm: str, params: Mapping[str, Any]) -> tuple[float, float, bool]:
+    """The first searched range of ``margin``, linear from 0 (off): TrueSkill's rating
+    units per point up to one beta; Elo's multiplier weight up to 2; the Weng-Lin margin
+    (points) up to 4."""
+    if algorithm == "trueskill":
+        return (0.0, float(params.get("beta", 25.0 / 6.0)), False)
+    if algorithm == "elo":
+        return (0.0, 2.0, False)
+    return (0.0, 4.0, False)
+
+
+def fitted_ranges(name: str, *, advantage: bool = False, margin: bool = False) -> dict[str, Range]:
     """The parameters fitted for an algorithm or preset and their first searched ranges.
 
     TrueSkill: beta, tau, draw_probability; the Weng-Lin models (Plackett-Luce,
     Bradley-Terry, Thurstone-Mosteller): beta, tau; Glicko-2: tau and the prior's deviation
     and volatility; the Elo family: k_factor, from 1/20 to 8 times the configuration's own.
     With ``advantage`` (the matches give advantage shares), also ``advantage``, linearly
-    from -1/2 to 3/2 performance deviations. Each may be widened up to its documented
-    range.
+    from -1/2 to 3/2 performance deviations. With ``margin`` (the matches give scores),
+    also ``margin`` where the algorithm has one (``_margin_range``). Each may be widened up
+    to its documented range.
     """
     algorithm, params = resolve(name)
     if algorithm == "trueskill":
@@ -274,9 +286,11 @@ def fitted_ranges(name: str, *, advantage: bool = False) -> dict[str, Range]:
     else:
         k = float(params.get("k_factor", 32.0))
         first = {"k_factor": (k / 20.0, k * 8.0, True)}
-    if advantage:
-        first = {**first, "advantage": _advantage_range(algorithm, params)}
     specs = {spec.name: spec for spec in parameters(algorithm)}
+    if advantage:
+        first = {"advantage": _advantage_range(algorithm, params), **first}
+    if margin and "margin" in specs:
+        first = {"margin": _margin_range(algorithm, params), **first}
     ranges = {}
     for key, (low, high, log) in first.items():
         spec = specs[key]
@@ -329,7 +343,11 @@ def fit(
     algorithm, base = resolve(name, draw_probability=draw)
     default_model = build(name, draw_probability=draw)
     defaults = default_model.params
-    ranges = fitted_ranges(name, advantage=any(m.advantage is not None for m in train))
+    ranges = fitted_ranges(
+        name,
+        advantage=any(m.advantage is not None for m in train),
+        margin=any(m.scores is not None for m in train),
+    )
     count = 0
 
     def objective(values: dict[str, float]) -> float:

@@ -180,7 +180,10 @@ def predict(
                         total -= math.log(_clip(p if ranks[a] < ranks[b] else 1.0 - p))
             losses[pos] = total
         try:
-            new = rate(teams, ranks=ranks, weights=weights, advantage=shares)
+            if m.scores is not None:
+                new = rate(teams, scores=m.scores, weights=weights, advantage=shares)
+            else:
+                new = rate(teams, ranks=ranks, weights=weights, advantage=shares)
         except RatingInputError:
             unrated += 1
         else:

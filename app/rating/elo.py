@@ -185,6 +185,15 @@ PARAMETERS: Final = (
         choices=MULTIPLAYER,
     ),
     ADVANTAGE,
+    Parameter(
+        "margin",
+        0.0,
+        "Margin of victory: with scores, a two-team match won by N points moves the "
+        "ratings 1 + margin * ln N times as far (N >= 1; 0: off).",
+        "",
+        0.0,
+        100.0,
+    ),
 )
 
 
@@ -279,6 +288,12 @@ class Elo:
     - ``advantage`` (0): rating points a team with a full advantage share plays above its
       rating (the World Football Elo ratings use 100 for the home side): every member of
       team j plays at r + advantage * a_j in its duels, and the team's mean likewise.
+    - ``margin`` (0): the margin-of-victory multiplier. A two-team match given with
+      ``scores`` and won by N = |s_1 - s_2| points moves every rating by G = 1 + margin
+      * ln(max(N, 1)) times the usual delta (a draw: G = 1). The World Football Elo
+      ratings (eloratings.net) multiply K by 1, 1.5, 1.75 and 1.875 for wins by 1, 2, 3
+      and 4 goals; margin 0.72 gives 1, 1.50, 1.79 and 2.00, and FiveThirtyEight's Elo
+      uses the same logarithmic shape, ln(N + 1).
 
     Raises ``RatingInputError`` naming the offending argument.
     """
@@ -295,6 +310,7 @@ class Elo:
         rule: str = "classic",
         multiplayer: str = "pairwise_mean",
         advantage: float = 0.0,
+        margin: float = 0.0,
     ) -> None:
         self._initial = check_finite("initial", initial)
         if abs(self._initial) > MAX_ABS_RATING:
@@ -306,6 +322,7 @@ class Elo:
         self._rule = _choice("rule", rule, RULES)
         self._multiplayer = _choice("multiplayer", multiplayer, MULTIPLAYER)
         self._advantage = check_finite("advantage", advantage)
+        self._margin = check_positive("margin", margin, allow_zero=True)
         self._logistic = self._model == "logistic"
         # ln 10 / scale: logistic ratings to Kerby's rho.
         self._rho_per_point = _LN10 / self._scale
@@ -327,6 +344,7 @@ class Elo:
             "rule": self._rule,
             "multiplayer": self._multiplayer,
             "advantage": self._advantage,
+            "margin": self._margin,
         }
 
     @property
@@ -429,10 +447,15 @@ class Elo:
         _check_range(teams)
         offsets = team_offsets(self._advantage, len(teams), advantage)
         played = teams if offsets is None else shifted(teams, offsets)
+        gain = 1.0
+        if self._margin > 0.0 and scores is not None and len(teams) == 2:
+            won_by = abs(float(scores[0]) - float(scores[1]))
+            if won_by > 1.0:
+                gain = 1.0 + self._margin * math.log(won_by)
         if ws is None and len(teams) == 2 and len(teams[0]) == 1 and len(teams[1]) == 1:
             ra, rb = team_ranks
             score = 1.0 if ra < rb else (0.0 if ra > rb else 0.5)
-            d = self._duel(score, played[0][0].mu - played[1][0].mu)
+            d = gain * self._duel(score, played[0][0].mu - played[1][0].mu)
             return [[Rating(teams[0][0].mu + d, 0.0)], [Rating(teams[1][0].mu - d, 0.0)]]
         if self._multiplayer == "full":
             deltas = self._full_deltas(played, team_ranks, ws)
@@ -440,6 +463,8 @@ class Elo:
             deltas = self._pairwise_deltas_small(played, team_ranks, ws)
         else:
             deltas = self._pairwise_deltas(played, team_ranks, ws)
+        if gain != 1.0:
+            deltas = [[gain * float(d) for d in row] for row in deltas]
         return [
             [Rating(r.mu + float(d), 0.0) for r, d in zip(team, row, strict=True)]
             for team, row in zip(teams, deltas, strict=True)

@@ -103,6 +103,15 @@ PARAMETERS = (
         MAX_DRAW_PROBABILITY,
     ),
     ADVANTAGE,
+    Parameter(
+        "margin",
+        0.0,
+        "Rating units per point of score difference: with scores, a two-team match is "
+        "the Gaussian observation t_1 - t_2 = margin * (s_1 - s_2) (0: off, the order only).",
+        "",
+        0.0,
+        MAX_LENGTH,
+    ),
 )
 
 #: Message passing (3+ teams) measures, per round, the largest move of the marginal of a
@@ -169,6 +178,11 @@ class TrueSkill:
     compared teams of n_1 and n_2 players (the paper's section 4.1).
     ``advantage`` what a team with a full advantage share adds to its mean performance
     m_j = sum w mu, in the update, the quality and every prediction.
+    ``margin`` (0: off) the rating units one point of score difference stands for: a
+    two-team match given with ``scores`` then observes the difference of the team
+    performances, t_1 - t_2 = margin * (s_1 - s_2), instead of only its sign (the linear
+    Gaussian update of ``_observe_two``). A goal-difference model of this kind is one of
+    the ways TrueSkill 2 (Minka, Cleven and Zaykov 2018, section 4) learns from scores.
     ``ep_tolerance`` and ``ep_max_rounds`` bound the message passing for 3+ teams.
     """
 
@@ -182,6 +196,7 @@ class TrueSkill:
         tau: float = DEFAULT_TAU,
         draw_probability: float = DEFAULT_DRAW_PROBABILITY,
         advantage: float = 0.0,
+        margin: float = 0.0,
         *,
         ep_tolerance: float = EP_TOLERANCE,
         ep_max_rounds: int = EP_MAX_ROUNDS,
@@ -201,6 +216,7 @@ class TrueSkill:
             )
         self._draw_probability = draw_probability
         self._advantage = check_finite("advantage", advantage)
+        self._margin = check_positive("margin", margin, allow_zero=True)
         self._ep_tolerance = check_positive("ep_tolerance", ep_tolerance)
         if (
             isinstance(ep_max_rounds, bool)
@@ -228,6 +244,7 @@ class TrueSkill:
             "tau": self._tau,
             "draw_probability": self._draw_probability,
             "advantage": self._advantage,
+            "margin": self._margin,
         }
 
     def rating(self, mu: float | None = None, sigma: float | None = None) -> Rating:
@@ -277,6 +294,9 @@ class TrueSkill:
                     raise RatingInputError("weights", f"every weight of team {j} is 0")
         offsets = team_offsets(self._advantage, k, advantage)
         if k == 2:
+            if self._margin > 0.0 and scores is not None:
+                gap = self._margin * (float(scores[0]) - float(scores[1]))
+                return self._observe_two(teams, ws, gap, offsets)
             if rank[1] < rank[0]:
                 flipped = None if ws is None else [ws[1], ws[0]]
                 swapped = None if offsets is None else [offsets[1], offsets[0]]
@@ -352,6 +372,51 @@ class TrueSkill:
             means.append(m if offsets is None else m + offsets[j])
             variances.append(s2)
         return means, variances
+
+    def _observe_two(
+        self,
+        teams: Teams,
+        ws: Sequence[Sequence[float]] | None,
+        gap: float,
+        offsets: Sequence[float] | None,
+    ) -> list[list[Rating]]:
+        """Two teams whose performance difference t_1 - t_2 = ``gap`` was observed.
+
+        d = t_1 - t_2 ~ N(m_1 - m_2, c^2) with c^2 = s_1^2 + s_2^2 (skill variances after
+        dynamics plus beta^2 per player, weighted), and the skills are jointly Gaussian
+        with it, so the posterior is exact (a Kalman update): with r = gap - (m_1 - m_2),
+        mu_i += +-w_i v_i r / c^2 and v_i *= 1 - w_i^2 v_i / c^2, which stays in (0, 1]
+        as w_i^2 v_i < c^2.
+        """
+        tau2 = self._tau2
+        extra = tau2 + self._beta2
+        sums = []
+        for j, team in enumerate(teams):
+            m = s2 = 0.0
+            if ws is None:
+                for mu, sigma in team:
+                    m += mu
+                    s2 += sigma * sigma + extra
+            else:
+                for (mu, sigma), w in zip(team, ws[j], strict=True):
+                    m += w * mu
+                    s2 += w * w * (sigma * sigma + extra)
+            if s2 < MIN_TEAM_VARIANCE:
+                _reject_team_variance(s2, ws is not None)
+            sums.append((m if offsets is None else m + offsets[j], s2))
+        c2 = sums[0][1] + sums[1][1]
+        move = (gap - (sums[0][0] - sums[1][0])) / c2
+        out: list[list[Rating]] = []
+        for j, team in enumerate(teams):
+            sign = move if j == 0 else -move
+            row = None if ws is None else ws[j]
+            new: list[Rating] = []
+            for i, (mu, sigma) in enumerate(team):
+                w = 1.0 if row is None else row[i]
+                var = sigma * sigma + tau2
+                new.append(Rating(mu + w * var * sign, _sqrt(var * (1.0 - w * w * var / c2))))
+            out.append(new)
+        return out
 
     def _rate_two(
         self,

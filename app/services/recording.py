@@ -74,8 +74,8 @@ class MatchConflict(Conflict):
 
 @dataclass(frozen=True, slots=True)
 class Planned:
-    """A match to rate: its players, outcome (lower is better), weights, time and the
-    teams' advantage shares."""
+    """A match to rate: its players, outcome (lower is better), weights, time, the teams'
+    advantage shares and, when the outcome was given by them, the scores."""
 
     match_id: str
     played_at: datetime
@@ -83,6 +83,7 @@ class Planned:
     outcome: list[float]
     weights: list[list[float]] | None
     advantage: list[float] | None = None
+    scores: list[float] | None = None
 
 
 @dataclass
@@ -173,6 +174,7 @@ def _replay_matches(
             weights=match.weights,
             day=day_of(match.played_at),
             advantage=match.advantage,
+            scores=match.scores,
         )
         for match in matches
     ]
@@ -432,6 +434,7 @@ def _planned(incoming: _Incoming) -> Planned:
         outcome=outcome(body),
         weights=body.weights,
         advantage=body.advantage,
+        scores=body.scores,
     )
 
 

@@ -88,6 +88,7 @@ def _planned(row: MatchRow) -> Planned:
         outcome=outcome_of(request.get("ranks"), request.get("scores"), len(teams)),
         weights=request.get("weights"),
         advantage=request.get("advantage"),
+        scores=request.get("scores"),
     )
 
 

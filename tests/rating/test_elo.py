@@ -112,6 +112,7 @@ class TestDefaultsAndParams:
             "rule": "classic",
             "multiplayer": "pairwise_mean",
             "advantage": 0.0,
+            "margin": 0.0,
         }
         assert Elo.name == "elo"
 

@@ -25,7 +25,7 @@ ORACLE_MIN_DELTA = 1e-12
 
 
 def _oracle(model: TrueSkill) -> trueskill.TrueSkill:
-    params = {k: v for k, v in model.params.items() if k != "advantage"}
+    params = {k: v for k, v in model.params.items() if k not in ("advantage", "margin")}
     return trueskill.TrueSkill(backend="scipy", **params)
 
 
@@ -53,6 +53,7 @@ class TestDefaults:
                 "tau": 25 / 300,
                 "draw_probability": 0.10,
                 "advantage": 0.0,
+                "margin": 0.0,
             }
         )
         assert model.rating() == Rating(25.0, 25 / 3)

@@ -1,4 +1,5 @@
-"""Advantage through the service: matches carry each team's share, ladders the size.
+"""Advantage and margin through the service: matches carry each team's share and scores,
+ladders the sizes.
 
 Recorded singly, in batches or imported, re-rated by a void or a rebuild, a ladder with an
 ``advantage`` gives exactly the core's numbers for the same matches; predictions take the
@@ -63,6 +64,34 @@ def test_recording_and_rebuilding_give_the_cores_numbers(
     assert response.status_code == 200, response.text
     create_ladder(client, "fresh", algorithm=algorithm, params=bigger)
     _batch(client, "fresh", [b for n, b in enumerate(bodies) if n != 3])
+    assert _state(client, "l") == _state(client, "fresh")
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "params"),
+    [("trueskill", {"margin": 0.8, "advantage": 1.0}), ("elo", {"margin": 0.7})],
+)
+def test_a_margin_counts_on_every_path(
+    client: TestClient, algorithm: str, params: dict[str, float]
+) -> None:
+    create_ladder(client, "l", algorithm=algorithm, params=params)
+    bodies = random_matches(seed=43, count=80, advantage=True)
+    two_team_scores = [b for b in bodies if "scores" in b and len(b["teams"]) == 2]
+    assert len(two_team_scores) >= 5
+    for body in bodies[:6]:
+        post_match(client, "l", body)
+    _batch(client, "l", bodies[6:])
+    expected = core_replay(algorithm, params, bodies)
+    board = _board(client, "l")
+    for player, rating in expected.ratings.items():
+        entry = board[player]
+        assert (entry["mu"], entry["sigma"] or 0.0) == pytest.approx(tuple(rating), rel=1e-9)
+    without = core_replay(algorithm, {**params, "margin": 0.0}, bodies)
+    assert any(abs(without.ratings[p].mu - r.mu) > 1e-6 for p, r in expected.ratings.items())
+    response = client.patch("/v1/ladders/l?rebuild=true", json={"params": {"margin": 1.2}})
+    assert response.status_code == 200, response.text
+    create_ladder(client, "fresh", algorithm=algorithm, params={**params, "margin": 1.2})
+    _batch(client, "fresh", bodies)
     assert _state(client, "l") == _state(client, "fresh")
 
 
