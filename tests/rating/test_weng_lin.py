@@ -82,6 +82,7 @@ def test_defaults_are_openskills(name: str) -> None:
         "kappa": 1e-4,
         "limit_sigma": False,
         "advantage": 0.0,
+        "margin": 0.0,
     }
     if name.startswith("Thurstone"):
         expected["epsilon"] = 0.1
