@@ -15,7 +15,8 @@ and moves every player j of team i by the same final step (Algorithms 1 to 4, th
 
 Only Omega_i and Delta_i differ between the algorithms (``WengLin._team_steps``); the
 team aggregation, the outcome (ranks, scores, ties), partial play, the dynamics, kappa,
-``limit_sigma`` and the predictions live here once.
+``limit_sigma``, the margin of victory's factors (``WengLin.margin_factors``) and the
+predictions live here once.
 
 The numbers agree with the ``openskill`` package's models of the same names built with the
 same parameters; where that package departs from the paper the departure is followed and
@@ -44,11 +45,25 @@ from app.rating.gaussian import ppf
 from app.rating.params import ADVANTAGE, MAX_LENGTH, MAX_MEAN, MIN_LENGTH, Parameter
 from app.rating.quality import PredictedRank, match_quality, ranks_from_pairwise
 
-__all__ = ["MIN_KAPPA", "PARAMETERS", "WengLin", "partial_play"]
+__all__ = ["MARGIN", "MIN_KAPPA", "PARAMETERS", "WengLin", "margin_factor", "partial_play"]
 
 #: The smallest variance floor a ladder accepts: one match then shrinks a deviation by at
 #: most a factor sqrt(1e-12) = 1e-6, so no sigma can fall out of the float range.
 MIN_KAPPA = 1e-12
+
+#: The largest margin of victory a ladder accepts, in the units of its scores.
+MAX_MARGIN = 1e6
+
+MARGIN = Parameter(
+    "margin",
+    0.0,
+    "Score difference beyond which a win counts as impressive: a pair of teams whose "
+    "scores differ by D > margin enters the update with the factor log(1 + D / margin) "
+    "(openskill's option; only matches given with scores; 0 turns it off).",
+    "",
+    0.0,
+    MAX_MARGIN,
+)
 
 #: The parameters every model of the family has, with the ranges a ladder accepts.
 PARAMETERS = (
@@ -94,9 +109,13 @@ PARAMETERS = (
         boolean=True,
     ),
     ADVANTAGE,
+    MARGIN,
 )
 
 _sqrt = math.sqrt
+_log = math.log
+_log1p = math.log1p
+_LN2 = math.log(2.0)
 _isfinite = math.isfinite
 _erfc = math.erfc
 _new_rating = tuple.__new__
@@ -131,6 +150,25 @@ def partial_play(weights: list[list[float]]) -> list[list[float]]:
     return out
 
 
+def margin_factor(a: float, b: float, margin: float) -> float:
+    """``openskill``'s factor of a pair of teams with scores (or ranks) a and b: log(1 + D /
+    margin) when their difference D = |a - b| exceeds ``margin`` > 0, else 1.
+
+    Between margin and (e - 1) margin the factor is below 1 (log 2 just past the margin),
+    beyond it above 1. Where D / margin leaves the float range (a tiny margin, or scores of
+    opposite sign near the float limit) log1p(x) equals log(x) to the last bit, computed
+    from halved scores so that D itself cannot overflow: every factor is finite, at most
+    about 1455.
+    """
+    d = abs(a - b)
+    if not d > margin:
+        return 1.0
+    x = d / margin
+    if x < math.inf:
+        return _log1p(x)
+    return _log(abs(0.5 * a - 0.5 * b)) + _LN2 - _log(margin)
+
+
 def checked_rating(rating: Rating, argument: str) -> Rating:
     """A Bayesian rating with finite mu and finite sigma > 0, else the error naming it."""
     if not isinstance(rating, Rating):
@@ -163,6 +201,12 @@ class WengLin(ABC):
       sigma before it, dynamics included (``openskill``'s option of that name).
     - ``advantage`` (0): what a team with a full advantage share adds to its team mean
       theta_j, in the update, the quality and every prediction (not in ``openskill``).
+    - ``margin`` (0: off): ``openskill``'s margin of victory. When a match is given with
+      scores, each pair of teams i, q whose scores differ by D > margin enters the update
+      with the factor f_iq = log(1 + D / margin) (``margin_factor``): the pairwise models
+      divide the pair's mean difference by it, Plackett-Luce moves each team's mean
+      (``PlackettLuce._team_steps``). Ranks alone, ties and differences up to the margin
+      change nothing.
 
     The object is immutable after construction; every method returns new values.
     """
@@ -178,6 +222,7 @@ class WengLin(ABC):
         "_beta2",
         "_kappa",
         "_limit_sigma",
+        "_margin",
         "_mu",
         "_sigma",
         "_tau",
@@ -194,6 +239,7 @@ class WengLin(ABC):
         limit_sigma: bool = False,
         *,
         advantage: float = 0.0,
+        margin: float = 0.0,
     ) -> None:
         self._mu = check_finite("mu", mu)
         self._sigma = check_positive("sigma", sigma)
@@ -206,6 +252,7 @@ class WengLin(ABC):
             raise RatingInputError("limit_sigma", f"must be true or false, got {limit_sigma!r}")
         self._limit_sigma = limit_sigma
         self._advantage = check_finite("advantage", advantage)
+        self._margin = check_positive("margin", margin, allow_zero=True)
         # Precomputed for the hot path.
         self._beta2 = self._beta * self._beta
         self._tau2 = self._tau * self._tau
@@ -225,6 +272,7 @@ class WengLin(ABC):
             "kappa": self._kappa,
             "limit_sigma": self._limit_sigma,
             "advantage": self._advantage,
+            "margin": self._margin,
         }
 
     def rating(self, mu: float | None = None, sigma: float | None = None) -> Rating:
@@ -257,13 +305,40 @@ class WengLin(ABC):
         one-player team the weight 2 if a weights argument is passed at all.
 
         ``advantage``: each team's share; ``advantage`` times it is added to theta_j.
+
+        With a ``margin`` > 0 and ``scores``, the pairs of teams whose scores differ by
+        more than the margin enter with their factors (``margin_factors``); the advantage
+        moves the team means first, so the margin acts on the moved means.
         """
         check_teams(teams, bayesian=True)
         k = len(teams)
         r = None if ranks is None and scores is None else outcome_ranks(k, ranks, scores)
         w = check_weights(teams, weights)
         offsets = team_offsets(self._advantage, k, advantage)
-        return self._update(teams, r, None if w is None else partial_play(w), offsets)
+        # With scores the ranks are the negated scores: |r_i - r_q| is the score difference.
+        factors = None if scores is None or r is None else self.margin_factors(r)
+        return self._update(teams, r, None if w is None else partial_play(w), offsets, factors)
+
+    def margin_factors(self, scores: Sequence[float]) -> list[list[float]] | None:
+        """The factor f_iq of every pair of teams for these scores (``margin_factor``), a
+        symmetric table with 1 on the diagonal; ``None`` when the margin is off or no pair
+        differs by more than it (then every factor is 1 and the update is the plain one).
+        """
+        m = self._margin
+        if m == 0.0:
+            return None
+        k = len(scores)
+        table: list[list[float]] | None = None
+        for i in range(k):
+            si = scores[i]
+            for q in range(i + 1, k):
+                if abs(si - scores[q]) > m:
+                    if table is None:
+                        table = [[1.0] * k for _ in range(k)]
+                    f = margin_factor(si, scores[q], m)
+                    table[i][q] = f
+                    table[q][i] = f
+        return table
 
     def rate_1vs1(
         self, winner: Rating, loser: Rating, drawn: bool = False
@@ -280,9 +355,11 @@ class WengLin(ABC):
         ranks: list[float] | None,
         weights: list[list[float]] | None,
         offsets: list[float] | None = None,
+        factors: list[list[float]] | None = None,
     ) -> list[list[Rating]]:
         """The update on checked input; ``weights`` already rescaled, ``None`` if unweighted;
-        ``offsets`` the teams' advantages (``None``: none)."""
+        ``offsets`` the teams' advantages (``None``: none); ``factors`` the margin factors
+        of the pairs (``None``: all 1)."""
         tau2 = self._tau2
         k = len(teams)
         theta = [0.0] * k  # team mean: sum of the players' mu
@@ -295,17 +372,22 @@ class WengLin(ABC):
                 v += sigma * sigma + tau2
             theta[j] = m if offsets is None else m + offsets[j]
             var[j] = v
-        step, shrink = self._team_steps(theta, var, ranks)
+        step, shrink = self._team_steps(theta, var, ranks, factors)
         return self._apply(teams, step, shrink, weights)
 
     @abstractmethod
     def _team_steps(
-        self, theta: list[float], var: list[float], ranks: list[float] | None
+        self,
+        theta: list[float],
+        var: list[float],
+        ranks: list[float] | None,
+        factors: list[list[float]] | None = None,
     ) -> tuple[list[float], list[float]]:
         """Per team i: (Omega_i / sigma_i^2, Delta_i / sigma_i^2) of the algorithm.
 
         ``theta`` and ``var`` are the team means and (widened) variances; ``ranks`` the
-        outcome (``None``: the listed order, every team placed below the one before it).
+        outcome (``None``: the listed order, every team placed below the one before it);
+        ``factors`` the margin factor f_iq of each pair (``None``: all 1, no margin).
         """
 
     def _apply(
