@@ -176,6 +176,19 @@ class Tally:
     def decided(self) -> int:
         return self.values[_DECIDED]
 
+    @property
+    def wrong_pairs(self) -> float:
+        """Pairs ordered wrongly, an even pair counting one half."""
+        return self.values[_WRONG] / 2
+
+    @property
+    def log_loss_sum(self) -> float:
+        return self.values[_LOG_LOSS] / UNIT
+
+    @property
+    def brier_sum(self) -> float:
+        return self.values[_BRIER] / UNIT
+
     def prediction_error(self) -> float | None:
         pairs = self.values[_PAIRS]
         return self.values[_WRONG] / (2 * pairs) if pairs > 0 else None
