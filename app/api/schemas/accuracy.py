@@ -29,16 +29,18 @@ class CalibrationBinOut(BaseModel):
     )
 
 
+#: The calibration of the README's walk-through (five matches of "arena-ffa"): (count,
+#: mean predicted, observed) per bin.
 _EXAMPLE_BINS: list[tuple[int, float | None, float | None]] = [
     (0, None, None),
-    (2, 0.1638, 0.0),
-    (5, 0.2571, 0.2),
-    (11, 0.3542, 0.2727),
-    (36, 0.4578, 0.4444),
-    (36, 0.5422, 0.5556),
-    (11, 0.6458, 0.7273),
-    (5, 0.7429, 0.8),
-    (2, 0.8362, 1.0),
+    (1, 0.198655943, 0.0),
+    (1, 0.259530863, 1.0),
+    (3, 0.333333333, 0.3333333333333333),
+    (0, None, None),
+    (0, None, None),
+    (0, None, None),
+    (1, 0.740469137, 0.0),
+    (1, 0.801344057, 1.0),
     (0, None, None),
 ]
 
@@ -50,23 +52,23 @@ class AccuracyOut(BaseModel):
         json_schema_extra={
             "examples": [
                 {
-                    "ladder": "duel",
+                    "ladder": "arena-ffa",
                     "scope": "all",
                     "window": None,
                     "since": None,
-                    "matches": 54,
-                    "pairs": 54,
-                    "prediction_error": 0.3425925925925926,
-                    "decided": 54,
-                    "log_loss": 0.6463912553518519,
-                    "brier": 0.22759016525925925,
+                    "matches": 5,
+                    "pairs": 5,
+                    "prediction_error": 0.5,
+                    "decided": 3,
+                    "log_loss": 0.8896522773333334,
+                    "brier": 0.30703068666666666,
                     "calibration": [
                         {
                             "low": b / 10,
                             "high": (b + 1) / 10,
                             "count": row[0],
-                            "mean_predicted": row[1] if row[0] else None,
-                            "observed": row[2] if row[0] else None,
+                            "mean_predicted": row[1],
+                            "observed": row[2],
                         }
                         for b, row in enumerate(_EXAMPLE_BINS)
                     ],
