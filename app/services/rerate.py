@@ -44,7 +44,7 @@ from app.services.recording import (
     rate,
 )
 from app.storage import repositories
-from app.storage.models import Ladder, RatingHistory
+from app.storage.models import Ladder, Match, RatingHistory
 from app.storage.repositories import HistoryRow, MatchRow
 
 
@@ -180,20 +180,22 @@ def _rewrites(
 
 @dataclass(frozen=True, slots=True)
 class _Replayed:
-    """What a replay left: the ratings after, and what the re-rated matches' predictions
-    scored before it (as stored) and after it."""
+    """What a replay left: the ratings after, and what the re-rated matches' new
+    predictions scored."""
 
     table: RatingTable
-    tally_before: Tally
-    tally_after: Tally
+    tally: Tally
 
 
-def _stored_tally(matches: Sequence[MatchRow], planned: Sequence[Planned]) -> Tally:
+def _stored_tally(matches: Sequence[MatchRow | Match]) -> Tally:
     """What the stored predictions of ``matches`` scored (those without any left out)."""
     tally = Tally.zero()
-    for row, plan in zip(matches, planned, strict=True):
-        if row.win_probabilities is not None:
-            tally.add_match(row.win_probabilities, plan.outcome)
+    for row in matches:
+        chances = row.win_probabilities
+        if chances is not None:
+            request = row.request
+            outcome = outcome_of(request.get("ranks"), request.get("scores"), len(chances))
+            tally.add_match(chances, outcome)
     return tally
 
 
@@ -207,8 +209,8 @@ def _replay_scope(
 ) -> _Replayed:
     """Replay the scope's matches over its players, seeds at their places, and rewrite the
     matches and history rows, :data:`PROGRESS_STEP` matches at a time (``progress`` is
-    told after each). Returns the ratings after, and the matches' tallies before and
-    after."""
+    told after each). Returns the ratings after, and what the matches' new predictions
+    scored."""
     players = sorted(scope.start)
     table = RatingTable(
         players=players,
@@ -317,7 +319,7 @@ def _replay_scope(
             write(cut)
     apply_seeds(at_end)
     write(len(planned))
-    return _Replayed(table, _stored_tally(scope.matches, planned), tally_after)
+    return _Replayed(table, tally_after)
 
 
 def _rating_row(
@@ -467,15 +469,8 @@ def void_match(
     )
     table = replayed.table
     # The ladder's tally: the voided match's share out, the re-rated matches' replaced.
-    change = replayed.tally_after
-    change.add(replayed.tally_before, -1)
-    if match.win_probabilities is not None:
-        voided = match.request
-        change.add_match(
-            match.win_probabilities,
-            outcome_of(voided.get("ranks"), voided.get("scores"), len(voided["teams"])),
-            -1,
-        )
+    change = replayed.tally
+    change.add(_stored_tally([*affected, match]), -1)
     accuracy.adjust(session=session, ladder_id=ladder.id, change=change)
 
     # The voided match: marked in its document, out of its players' history and counts.
@@ -556,7 +551,7 @@ def rebuild(
         progress=progress,
     )
     table = replayed.table
-    accuracy.replace(session=session, ladder_id=ladder.id, tally=replayed.tally_after)
+    accuracy.replace(session=session, ladder_id=ladder.id, tally=replayed.tally)
     counts: dict[str, int] = {}
     newest: dict[str, datetime] = {}
     for row in matches:
