@@ -8,7 +8,9 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 
 from app.api.deps import LadderPath, ReadAccess, answer, ladder_of
+from app.api.schemas import parse_time
 from app.api.schemas.accuracy import AccuracyOut
+from app.errors import InvalidInput
 from app.services import accuracy
 from app.services.accuracy import MAX_WINDOW
 
@@ -45,16 +47,28 @@ async def ladder_accuracy(
         ),
     ] = None,
     since: Annotated[
-        datetime | None,
+        str | None,
         Query(
-            description="Only matches played at or after this time (RFC 3339; no zone is UTC), "
-            f"among the newest `window` ({MAX_WINDOW:,} when not given)."
+            max_length=64,
+            description="Only matches played at or after this time (RFC 3339; a date or a "
+            f"time without a zone is UTC), among the newest `window` ({MAX_WINDOW:,} when not "
+            "given).",
+            json_schema_extra={"format": "date-time"},
         ),
     ] = None,
 ) -> Response:
+    moment = None if since is None else _moment(since)
     return await answer(
         access,
         lambda session: accuracy.ladder_accuracy(
-            session=session, ladder=ladder_of(session, ladder), window=window, since=since
+            session=session, ladder=ladder_of(session, ladder), window=window, since=moment
         ),
     )
+
+
+def _moment(since: str) -> datetime:
+    """``since`` read as ``played_at`` is (``schemas.parse_time``), in UTC."""
+    try:
+        return parse_time(since, "since")
+    except ValueError as exc:
+        raise InvalidInput(f"query.{exc}") from None

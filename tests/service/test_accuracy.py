@@ -351,6 +351,8 @@ def test_an_empty_ladder_has_no_figures(client: TestClient) -> None:
         ({"window": "many"}, "window"),
         ({"since": "yesterday"}, "since"),
         ({"since": "2026-13-01T00:00:00Z"}, "since"),
+        ({"since": "0001-01-01T00:00:00+14:00"}, "since"),
+        ({"since": "2026-01-01T00:00:00Z" + " " * 60}, "since"),
     ],
 )
 def test_bad_parameters_are_refused(client: TestClient, params: dict[str, Any], field: str) -> None:
