@@ -171,6 +171,7 @@ def database_metrics(
     ]
     if tallies:
         read = {ladder: Tally.of(values) for ladder, values in sorted(tallies.items())}
+        read = {ladder: tally for ladder, tally in read.items() if tally.matches}
         for name, text, value_of in LADDER_GAUGES:
             gauge = GaugeMetricFamily(name, text, labels=["ladder"])
             for ladder, tally in read.items():
