@@ -7,7 +7,8 @@ the workers start, and ``/metrics`` then sums the files every worker writes ther
 What a process counts is what it did itself: matches recorded by ``ratings import`` (its
 own process) or by another instance are not in ``ratings_matches_recorded_total``. The
 database's own figure, ``ratings_database_matches_recorded_total``, is read at each scrape
-(:func:`database_metrics`).
+(:func:`database_metrics`), and so are the ladders' prediction accuracy gauges
+(``ratings_ladder_*``, labelled by ladder; :data:`LADDER_GAUGES`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Callable
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -25,8 +27,10 @@ from prometheus_client import (
     generate_latest,
     multiprocess,
 )
-from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.domain.accuracy import Tally
 
 #: The environment variable that switches prometheus-client to multiprocess mode.
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
@@ -58,6 +62,65 @@ DATABASE_MATCHES_HELP = (
     "ratings import), all ladders, voided ones included: the newest match's seq, read at "
     "scrape time. On PostgreSQL a recording that rolled back leaves its numbers unused, so "
     "it may run ahead of the rows by those."
+)
+
+#: The most ladders the accuracy gauges report, those with the most matches scored first:
+#: each ladder is one series of each gauge, so this bounds the series a scrape adds.
+METRICS_LADDERS = 1000
+
+#: The accuracy gauges of each ladder (``app.domain.accuracy``), read from the ladders'
+#: running tallies at each scrape: (name, help, value of a tally or None to leave it out).
+#: The averages cover every match that counts; the sums let PromQL take any window, e.g.
+#: ``delta(ratings_ladder_log_loss_sum[1d]) / delta(ratings_ladder_decided_matches[1d])``.
+LADDER_GAUGES: tuple[tuple[str, str, Callable[[Tally], float | None]], ...] = (
+    (
+        "ratings_ladder_predicted_matches",
+        "Matches of the ladder scored by their stored pre-match win probabilities (those "
+        "that count and have them).",
+        lambda t: t.matches,
+    ),
+    (
+        "ratings_ladder_prediction_error",
+        "Fraction of the pairs of teams that did not draw which the win probabilities "
+        "ordered wrongly (an even pair counts one half), over every match scored.",
+        Tally.prediction_error,
+    ),
+    (
+        "ratings_ladder_log_loss",
+        "Mean -log P(winner) over the scored matches with a single winner.",
+        Tally.log_loss,
+    ),
+    (
+        "ratings_ladder_brier",
+        "Mean Brier score (half the sum over teams of (p - y)^2) over the scored matches "
+        "with a single winner.",
+        Tally.brier,
+    ),
+    (
+        "ratings_ladder_decisive_pairs",
+        "Pairs of teams that did not draw, over the scored matches.",
+        lambda t: t.pairs,
+    ),
+    (
+        "ratings_ladder_wrong_pairs",
+        "Pairs ordered wrongly by the win probabilities (an even pair counts one half).",
+        lambda t: t.wrong_pairs,
+    ),
+    (
+        "ratings_ladder_decided_matches",
+        "Scored matches with a single winner: the log loss and Brier score are over these.",
+        lambda t: t.decided,
+    ),
+    (
+        "ratings_ladder_log_loss_sum",
+        "Sum of -log P(winner) over the decided matches.",
+        lambda t: t.log_loss_sum,
+    ),
+    (
+        "ratings_ladder_brier_sum",
+        "Sum of the Brier scores of the decided matches.",
+        lambda t: t.brier_sum,
+    ),
 )
 
 #: Single-match POSTs written together in one transaction (``app.api.writer``).
@@ -94,14 +157,29 @@ class _Read:
         return self._families
 
 
-def database_metrics(last_match_seq: int | None) -> bytes:
-    """The exposition text of the figures read from the database at this scrape; nothing
-    when the database could not be read (``None``)."""
+def database_metrics(
+    last_match_seq: int | None, tallies: dict[str, list[int]] | None = None
+) -> bytes:
+    """The exposition text of the figures read from the database at this scrape: the
+    newest match's seq, and each ladder's accuracy gauges from its tally (by ladder id);
+    nothing when the database could not be read (``None``)."""
     if last_match_seq is None:
         return b""
     registry = CollectorRegistry(auto_describe=False)
-    family = CounterMetricFamily(DATABASE_MATCHES, DATABASE_MATCHES_HELP, value=last_match_seq)
-    registry.register(_Read([family]))
+    families: list[Metric] = [
+        CounterMetricFamily(DATABASE_MATCHES, DATABASE_MATCHES_HELP, value=last_match_seq)
+    ]
+    if tallies:
+        read = {ladder: Tally.of(values) for ladder, values in sorted(tallies.items())}
+        read = {ladder: tally for ladder, tally in read.items() if tally.matches}
+        for name, text, value_of in LADDER_GAUGES:
+            gauge = GaugeMetricFamily(name, text, labels=["ladder"])
+            for ladder, tally in read.items():
+                value = value_of(tally)
+                if value is not None:
+                    gauge.add_metric([ladder], value)
+            families.append(gauge)
+    registry.register(_Read(families))
     return generate_latest(registry)
 
 

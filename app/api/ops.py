@@ -7,7 +7,7 @@ from anyio import to_thread
 from fastapi import APIRouter, Response
 from pydantic import BaseModel, Field
 
-from app.api.metrics import database_metrics, render_metrics
+from app.api.metrics import METRICS_LADDERS, database_metrics, render_metrics
 from app.config import get_settings
 from app.errors import ServiceUnavailable
 from app.storage import repositories, unit_of_work
@@ -60,14 +60,27 @@ def _last_match_seq() -> int:
     )
 
 
-async def _database_figure() -> int | None:
-    """The newest match's seq, or None when the database does not answer within
-    ``RATINGS_READINESS_TIMEOUT_S`` (a scrape never hangs on a dead database) or fails."""
+def _ladder_tallies() -> dict[str, list[int]]:
+    return unit_of_work.run(
+        lambda session: repositories.tallies(session=session, limit=METRICS_LADDERS),
+        read_only=True,
+        attempts=1,
+    )
+
+
+def _database_figures() -> tuple[int, dict[str, list[int]]]:
+    return _last_match_seq(), _ladder_tallies()
+
+
+async def _database_figure() -> tuple[int | None, dict[str, list[int]] | None]:
+    """The newest match's seq and the ladders' accuracy tallies, or None when the database
+    does not answer within ``RATINGS_READINESS_TIMEOUT_S`` (a scrape never hangs on a dead
+    database) or fails."""
     try:
         with anyio.fail_after(get_settings().readiness_timeout_s):
-            return await to_thread.run_sync(_last_match_seq, abandon_on_cancel=True)
+            return await to_thread.run_sync(_database_figures, abandon_on_cancel=True)
     except Exception:
-        return None
+        return None, None
 
 
 @router.get(
@@ -80,7 +93,9 @@ async def metrics() -> Response:
     """Request counts and latencies by route template and status; matches recorded by this
     process through the API (`ratings_matches_recorded_total`) and, read from the database
     at each scrape, by every process (`ratings_database_matches_recorded_total`: the
-    newest match's seq, an index lookup; absent while the database does not answer)."""
-    recorded = await _database_figure()
+    newest match's seq, an index lookup; absent while the database does not answer); each
+    ladder's prediction accuracy (`ratings_ladder_*{ladder=...}`, from its running tally,
+    at most 1,000 ladders)."""
+    recorded, tallies = await _database_figure()
     body, content_type = await to_thread.run_sync(render_metrics)
-    return Response(content=body + database_metrics(recorded), media_type=content_type)
+    return Response(content=body + database_metrics(recorded, tallies), media_type=content_type)

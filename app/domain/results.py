@@ -67,13 +67,16 @@ def result_parts(
     offset: int,
     meta: dict[str, Any] | None,
     volatility: tuple[list[float], list[float]] | None = None,
+    win_probabilities: Sequence[float] | None = None,
 ) -> tuple[str, str]:
     """The match result (``schemas.MatchResult``) as JSON text, without its seq: the text
     before the seq's digits and the text after them (:func:`with_seq` joins them; the
     database may draw the seq as it stores the match). ``before`` and ``after`` are
     (mu, sigma) lists over all participants, this match's starting at ``offset``; on a
-    Glicko-2 ladder ``volatility`` (before, after) adds each side's volatility. A match
-    counts when it is rated: voiding rewrites its document (``app.services.rerate``).
+    Glicko-2 ladder ``volatility`` (before, after) adds each side's volatility;
+    ``win_probabilities`` are the teams' stored pre-match probabilities of finishing first
+    (``app.domain.accuracy``; null when none). A match counts when it is rated: voiding
+    rewrites its document (``app.services.rerate``).
 
     The text is written directly, number by number (``repr``, as the ``json`` encoder
     writes them), rather than built as dicts and encoded: the same bytes as
@@ -85,6 +88,9 @@ def result_parts(
     mu_a, sigma_a = after
     vol_b, vol_a = volatility if volatility is not None else ([], [])
     check = quality
+    if win_probabilities is not None:
+        for p in win_probabilities:
+            check += p
     team_docs = []
     k = offset
     for j, team in enumerate(teams):
@@ -139,12 +145,19 @@ def result_parts(
             offset=offset,
             meta=meta,
             volatility=volatility,
+            win_probabilities=win_probabilities,
         )
+    chances = (
+        "null"
+        if win_probabilities is None
+        else f"[{','.join([repr(p) for p in win_probabilities])}]"
+    )
     # The keys in the schema's order: match_id, ladder, seq, then the rest.
     return (
         f'{{"match_id":{_string(match_id)},"ladder":{_string(ladder_id)},"seq":',
         f',"played_at":{_json_time(played_at)},'
         f'"recorded_at":{_json_time(recorded_at)},"quality":{quality!r},'
+        f'"win_probabilities":{chances},'
         f'"teams":[{",".join(team_docs)}],"meta":{_encode(meta)},"voided":false,'
         '"voided_at":null}',
     )
@@ -166,6 +179,7 @@ def _encoded_result_parts(
     offset: int,
     meta: dict[str, Any] | None,
     volatility: tuple[list[float], list[float]] | None = None,
+    win_probabilities: Sequence[float] | None = None,
 ) -> tuple[str, str]:
     """:func:`result_parts` through the ``json`` encoder, from the document as dicts: what
     it writes for numbers that are not finite, and what the tests hold it to."""
@@ -195,6 +209,7 @@ def _encoded_result_parts(
             "played_at": rfc3339(played_at),
             "recorded_at": rfc3339(recorded_at),
             "quality": quality,
+            "win_probabilities": None if win_probabilities is None else list(win_probabilities),
             "teams": team_docs,
             "meta": meta,
             "voided": False,

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from app.rating import _special
 from app.rating.base import (
@@ -186,6 +187,13 @@ _GRID = np.concatenate(
 #: Below max_i(m_i - _REACH s_i) some team's Phi factor is below Phi(-38) ~ 1e-316.
 _REACH = 38.0
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(6)
+#: The uniform panels (:func:`_panels`): _STEP of the smallest deviation wide, 12-point
+#: rules, over [max(m - _BULK s), max(m + _BULK s)] (outside, each P_j can gain at most
+#: Phi(-_BULK) ~ 1e-17), at most _MAX_UNIFORM nodes.
+_STEP = 2.0
+_BULK = 8.5
+_MAX_UNIFORM = 4096
+_UNIFORM_X, _UNIFORM_W = np.polynomial.legendre.leggauss(12)
 # Bound standardised arguments so that squares and log Phi stay finite.
 _Z_CLIP = 1e100
 
@@ -196,8 +204,8 @@ def gaussian_win_probabilities(means: Sequence[float], variances: Sequence[float
     ``rating-models.md`` section 1, "Win probabilities": for two teams
     P(1 beats 2) = Phi((m_1 - m_2) / sqrt(s_1^2 + s_2^2)); for k > 2 teams
     P_j = int N(x; m_j, s_j^2) prod_{i != j} Phi((x - m_i) / s_i) dx, by composite
-    6-point Gauss-Legendre quadrature on panels laid out on every team's own scale
-    (one standard deviation wide through the bulk), summed in log space (log N + sum of
+    Gauss-Legendre quadrature on panels at most one standard deviation of every team wide
+    through its bulk (:func:`_panels`), summed in log space (log N + sum of
     log Phi, combined with log-sum-exp) so that far tails do not underflow. The result is
     normalised to sum to 1 and is finite for every finite input with variances > 0.
     Raises ``RatingInputError`` ("means" or "variances") otherwise.
@@ -225,20 +233,17 @@ def gaussian_win_probabilities(means: Sequence[float], variances: Sequence[float
         return [p0 / total, p1 / total]
     m = np.asarray(means, dtype=float)
     s = np.sqrt(np.asarray(variances, dtype=float))
-    lo = float(np.max(m - _REACH * s))
-    hi = float(np.max(m + _REACH * s))
-    pts = (m[:, None] + s[:, None] * _GRID[None, :]).ravel()
-    pts = np.unique(np.concatenate([pts[(pts > lo) & (pts < hi)], [lo, hi]]))
+    pts, rule_x, rule_w = _panels(m, s)
     if pts.size < 2:
         # Every scale is below the resolution of the means: the performances are
         # indistinguishable in floating point.
         return [1.0 / k] * k
     half = 0.5 * (pts[1:] - pts[:-1])
     mid = 0.5 * (pts[1:] + pts[:-1])
-    x = (mid[:, None] + half[:, None] * _GL_X[None, :]).ravel()
+    nodes = (mid[:, None] + half[:, None] * rule_x[None, :]).ravel()
     with np.errstate(divide="ignore"):  # a sub-interval narrower than the smallest float
-        log_w = np.log((half[:, None] * _GL_W[None, :]).ravel())  # weighs nothing (-inf)
-    z = np.clip((x[None, :] - m[:, None]) / s[:, None], -_Z_CLIP, _Z_CLIP)
+        log_w = np.log((half[:, None] * rule_w[None, :]).ravel())  # weighs nothing (-inf)
+    z = np.clip((nodes[None, :] - m[:, None]) / s[:, None], -_Z_CLIP, _Z_CLIP)
     log_phi = _special.log_ndtr(z)
     log_all = log_phi.sum(axis=0)
     log_pdf = -0.5 * z * z - np.log(s)[:, None] - _LOG_SQRT_2PI
@@ -246,6 +251,38 @@ def gaussian_win_probabilities(means: Sequence[float], variances: Sequence[float
     p = np.exp(log_p - _special.logsumexp(log_p))
     p /= p.sum()
     return [float(v) for v in p]
+
+
+Floats = npt.NDArray[np.float64]
+
+
+def _panels(m: Floats, s: Floats) -> tuple[Floats, Floats, Floats]:
+    """The panels' ends for :func:`gaussian_win_probabilities` and the Gauss-Legendre rule
+    on each (nodes and weights on [-1, 1]).
+
+    Every team's own grid (``_GRID``, one-deviation panels through its bulk) within
+    [max(m - 38 s), max(m + 38 s)], 6-point rules; or, where it takes fewer nodes, uniform
+    panels of twice the smallest deviation over [max(m - 8.5 s), max(m + 8.5 s)],
+    12-point rules. The union of k teams' grids grows as k^2 in work (k factors at about
+    30 k panels); the uniform panels do not grow with k when the teams' deviations are
+    alike, as they are in a rated match: about 12 for deviations within a factor of two
+    (150 nodes), against 250 panels for 8 teams (1,500 nodes) and 2,000 for 64. Their rule
+    is of twice the order on twice the width, so the sums are at least as close (about
+    1e-15 against quadrature to 1e-13, where the own grids of a few teams leave 1e-12).
+    """
+    lo = float(np.max(m - _REACH * s))
+    hi = float(np.max(m + _REACH * s))
+    grid = (m[:, None] + s[:, None] * _GRID[None, :]).ravel()
+    inside = grid[(grid > lo) & (grid < hi)]
+    # Below max(m - 8.5 s) some team's Phi factor, or else the density, is below Phi(-8.5).
+    start = float(np.max(m - _BULK * s))
+    end = float(np.max(m + _BULK * s))
+    step = _STEP * float(np.min(s))
+    if end > start and step > 8.0 * math.ulp(max(abs(start), abs(end))):
+        panels = math.ceil((end - start) / step)
+        if panels * _UNIFORM_X.size < min(inside.size * _GL_X.size, _MAX_UNIFORM):
+            return np.linspace(start, end, panels + 1), _UNIFORM_X, _UNIFORM_W
+    return np.unique(np.concatenate([inside, [lo, hi]])), _GL_X, _GL_W
 
 
 class PredictedRank(NamedTuple):

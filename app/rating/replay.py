@@ -108,6 +108,9 @@ class ReplayResult:
     participant, in match order, then team order, then player order; "before" is the
     stored rating the match started from (before ageing), "after" the rating it left.
     ``quality``: ``model.quality`` of each match on the aged ratings, when asked for.
+    ``start_sigma``: per participant the sigma its update started from, "before" widened
+    for time away (equal to ``before_sigma`` without ageing): with ``before_mu`` the
+    ratings a prediction of the match is made on.
     ``volatility``, ``before_volatility``, ``after_volatility``: the same for the
     volatility of a model that keeps one (Glicko-2), else ``None``.
     """
@@ -120,6 +123,7 @@ class ReplayResult:
     after_mu: FloatArray
     after_sigma: FloatArray
     quality: FloatArray | None
+    start_sigma: FloatArray | None = None
     volatility: FloatArray | None = None
     before_volatility: FloatArray | None = None
     after_volatility: FloatArray | None = None
@@ -269,6 +273,7 @@ def _replay_one_by_one(
     ageing = model.name != "elo" and tau_per_day > 0.0
     before_mu: list[float] = []
     before_sigma: list[float] = []
+    start_sigma: list[float] = []
     after_mu: list[float] = []
     after_sigma: list[float] = []
     before_vol: list[float] = []
@@ -291,6 +296,7 @@ def _replay_one_by_one(
                     last = float(day_t[p])
                     if not math.isnan(last):
                         r = age(r, tau_per_day, day - last)
+                start_sigma.append(r.sigma)
                 if vol_t is not None:
                     vol = float(vol_t[p])
                     before_vol.append(vol)
@@ -336,6 +342,7 @@ def _replay_one_by_one(
         after_mu=np.array(after_mu, dtype=np.float64),
         after_sigma=np.array(after_sigma, dtype=np.float64),
         quality=np.array(quality, dtype=np.float64) if with_quality else None,
+        start_sigma=np.array(start_sigma, dtype=np.float64),
         volatility=None if volatility is None else volatility[0],
         before_volatility=None if volatility is None else volatility[1],
         after_volatility=None if volatility is None else volatility[2],
@@ -507,6 +514,7 @@ class _Engine:
         n_slots = players.shape[0]
         self.before_mu = np.empty(n_slots)
         self.before_sigma = np.empty(n_slots)
+        self.start_sigma = np.empty(n_slots)
         self.after_mu = np.empty(n_slots)
         self.after_sigma = np.empty(n_slots)
         self.quality = np.empty(n_matches) if with_quality else None
@@ -541,6 +549,7 @@ class _Engine:
             after_mu=self.after_mu,
             after_sigma=self.after_sigma,
             quality=self.quality,
+            start_sigma=self.start_sigma,
         )
 
     def _outcomes(
@@ -666,6 +675,7 @@ class _Engine:
         flat = self.flat
         before_mu = self.before_mu
         before_sigma = self.before_sigma
+        start_sigma = self.start_sigma
         day = self.days.item(index)
         start = pos = self.offsets.item(index)
         teams: list[list[Rating]] = []
@@ -677,12 +687,13 @@ class _Engine:
                 sigma = sigma_t.item(p)
                 before_mu[pos] = mu
                 before_sigma[pos] = sigma
-                pos += 1
                 r = Rating(mu, sigma)
                 if self.ageing:
                     last = day_t.item(p)
                     if not math.isnan(last):
                         r = age(r, self.tau_per_day, day - last)
+                start_sigma[pos] = r.sigma
+                pos += 1
                 row.append(r)
             teams.append(row)
         if self.quality is not None:
@@ -704,7 +715,8 @@ class _Engine:
     def _side(
         self, slots: IntArray, days: FloatArray, weights: FloatArray
     ) -> tuple[Side, IntArray]:
-        """One team of a block read from the table (recording "before"), aged."""
+        """One team of a block read from the table (recording "before"), aged (recording
+        the sigma the update starts from)."""
         ps = self.players[slots]
         mu = self.mu_t[ps]
         sigma = self.sigma_t[ps]
@@ -720,6 +732,7 @@ class _Engine:
                 if not np.isfinite(aged).all():
                     raise _Unsupported
                 sigma = aged
+        self.start_sigma[slots] = sigma
         return Side(mu, sigma, weights[slots]), ps
 
     def _rate_block(

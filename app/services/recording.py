@@ -24,6 +24,7 @@ import numpy.typing as npt
 from sqlalchemy.orm import Session
 
 from app.api.schemas import MatchCreate
+from app.domain import accuracy as predictions
 from app.domain.ladders import (
     LADDER_ID,
     MAX_FINITE,
@@ -36,9 +37,9 @@ from app.domain.outcomes import body_hash, canonical_request, dense_ranks, outco
 from app.domain.results import result_parts, with_seq
 from app.domain.times import SECONDS_PER_DAY, utc
 from app.errors import Conflict, InvalidInput, NotFound, ProblemError
-from app.rating.base import RatingInputError
+from app.rating.base import Rating, RatingInputError, VolatileRating
 from app.rating.replay import ReplayMatch, replay
-from app.services import auth
+from app.services import accuracy, auth
 from app.storage import repositories
 from app.storage.models import Ladder
 
@@ -108,8 +109,9 @@ class RatingTable:
 @dataclass(frozen=True, slots=True)
 class Rated:
     """What rating ``Planned`` matches gave: per participant (match, team, player order)
-    the rating before (as stored, before ageing) and after; per match the quality and the
-    offset of its first participant."""
+    the rating before (as stored, before ageing) and after; per match the quality, the
+    teams' win probabilities before it (``app.domain.accuracy``) and the offset of its
+    first participant."""
 
     before_mu: FloatArray
     before_sigma: FloatArray
@@ -117,9 +119,18 @@ class Rated:
     after_sigma: FloatArray
     quality: FloatArray
     offsets: list[int]
+    win_probabilities: list[list[float] | None]
     #: Glicko-2's volatilities before and after; ``None`` for the other algorithms.
     before_volatility: FloatArray | None = None
     after_volatility: FloatArray | None = None
+
+    def tally(self, matches: Sequence[Planned]) -> predictions.Tally:
+        """What these matches' predictions scored (those without any left out)."""
+        tally = predictions.Tally.zero()
+        for match, chances in zip(matches, self.win_probabilities, strict=True):
+            if chances is not None:
+                tally.add_match(chances, match.outcome)
+        return tally
 
     def volatility(self) -> tuple[list[float], list[float]] | None:
         """The volatilities before and after as lists, or ``None``."""
@@ -227,19 +238,58 @@ def rate(
         return np.concatenate(arrays) if arrays else np.empty(0)
 
     volatile = config.volatile
+    before_mu = joined("before_mu")
+    before_volatility = joined("before_volatility") if volatile else None
 
     rated = Rated(
-        before_mu=joined("before_mu"),
+        before_mu=before_mu,
         before_sigma=joined("before_sigma"),
         after_mu=joined("after_mu"),
         after_sigma=joined("after_sigma"),
         quality=joined("quality"),
         offsets=offsets,
-        before_volatility=joined("before_volatility") if volatile else None,
+        win_probabilities=_win_probabilities(
+            config, matches, before_mu, joined("start_sigma"), before_volatility
+        ),
+        before_volatility=before_volatility,
         after_volatility=joined("after_volatility") if volatile else None,
     )
     _check_numbers(ladder, config, rated, label, start)
     return rated
+
+
+def _win_probabilities(
+    config: LadderConfig,
+    matches: Sequence[Planned],
+    mu: FloatArray,
+    sigma: FloatArray,
+    volatility: FloatArray | None,
+) -> list[list[float] | None]:
+    """Each match's win probabilities on the ratings its update started from: per
+    participant the stored mu and the sigma after widening for time away (and Glicko-2's
+    volatility), as the replay reports them."""
+    model = config.model
+    mus = mu.tolist()
+    sigmas = sigma.tolist()
+    vols = volatility.tolist() if volatility is not None else None
+    out: list[list[float] | None] = []
+    k = 0
+    for match in matches:
+        teams: list[list[Rating]] = []
+        for team in match.teams:
+            end = k + len(team)
+            if vols is None:
+                teams.append([Rating(m, s) for m, s in zip(mus[k:end], sigmas[k:end], strict=True)])
+            else:
+                teams.append(
+                    [
+                        VolatileRating(m, s, v)
+                        for m, s, v in zip(mus[k:end], sigmas[k:end], vols[k:end], strict=True)
+                    ]
+                )
+            k = end
+        out.append(predictions.win_probabilities(model, teams, match.weights, match.advantage))
+    return out
 
 
 def _locate_failure(
@@ -475,6 +525,7 @@ def _match_rows(
     participants: list[tuple[Any, ...]],
     history: list[tuple[Any, ...]],
     volatility: tuple[list[float], list[float]] | None = None,
+    win_probabilities: list[float] | None = None,
 ) -> tuple[str, str]:
     """Append a rated match's row (:data:`MATCH_COLUMNS`), its participants and its history
     rows, with ``slot`` (its place among the rows) where its seq goes and its result
@@ -496,6 +547,7 @@ def _match_rows(
         offset=offset,
         meta=incoming.body.meta,
         volatility=volatility,
+        win_probabilities=win_probabilities,
     )
     match_rows.append(
         (
@@ -509,6 +561,7 @@ def _match_rows(
             incoming.canonical,
             parts,
             None,
+            win_probabilities,
         )
     )
     _participant_values(
@@ -810,15 +863,20 @@ class _Rows:
     ratings: dict[str, list[dict[str, Any]]]
     indexes: list[int]
     parts: list[tuple[str, str]]
+    #: What the matches' predictions scored, per ladder (``app.services.accuracy``).
+    tallies: dict[str, predictions.Tally] = field(default_factory=dict)
 
     def write(self, session: Session) -> list[tuple[int, str]]:
-        """Write them; (index, result document) of each, the seqs drawn in index order."""
+        """Write them and add their share to their ladders' accuracy tallies; (index,
+        result document) of each, the seqs drawn in index order."""
         seqs = repositories.write_recorded(
             session=session,
             matches=self.matches,
             participants=self.participants,
             history=self.history,
             ratings=self.ratings,
+            tallies=accuracy.shares(self.tallies),
+            stripe=accuracy.stripe(),
         )
         return [
             (index, with_seq(text, seq))
@@ -845,6 +903,8 @@ def _rows(
         for r in ladders
     ]
     rows = _Rows([], [], [], {}, [index for index, _, _ in order], [])
+    for r in ladders:
+        rows.tallies[r.ladder.id] = r.rated.tally(r.planned)
     for slot, (index, n, k) in enumerate(order):
         r = ladders[n]
         before, after, quality, volatility = numbers[n]
@@ -864,6 +924,7 @@ def _rows(
                 participants=rows.participants,
                 history=rows.history,
                 volatility=volatility,
+                win_probabilities=r.rated.win_probabilities[k],
             )
         )
     for r in ladders:

@@ -2,7 +2,8 @@
 
 Both replay matches with the engine of ``app.rating.replay`` (through ``recording.rate``,
 the path new matches take) and rewrite what they computed: ratings, the history rows of the
-re-rated matches, and their result documents (quality included).
+re-rated matches, their result documents (quality included) and win probabilities, and the
+ladder's accuracy tally (``app.services.accuracy``).
 
 Seeds (``PUT .../players/{id}``, history "adjustments") keep their place: a player's history
 rows are ordered by id and re-rating rewrites them in place, so an adjustment sits between
@@ -25,13 +26,14 @@ from sqlalchemy.orm import Session
 
 from app.api.schemas import LadderUpdate, LadderUpdated, RebuildResult, VoidResult
 from app.domain import jsontext
+from app.domain.accuracy import Tally
 from app.domain.ladders import LadderConfig, full_params, ladder_config
 from app.domain.outcomes import dense_ranks, outcome_of
 from app.domain.pseudonyms import is_pseudonym
 from app.domain.results import result_parts, rfc3339, with_seq
 from app.domain.times import utc
 from app.errors import Conflict, NotFound
-from app.services import erasure
+from app.services import accuracy, erasure
 from app.services.ladders import ladder_view
 from app.services.recording import (
     Planned,
@@ -42,7 +44,7 @@ from app.services.recording import (
     rate,
 )
 from app.storage import repositories
-from app.storage.models import Ladder, RatingHistory
+from app.storage.models import Ladder, Match, RatingHistory
 from app.storage.repositories import HistoryRow, MatchRow
 
 
@@ -112,8 +114,8 @@ def _rewrites(
     rated: Rated,
     match_rows: dict[tuple[int, str], int],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The new match rows (quality, result document) and history rows of matches rated
-    together (``rated``: their participants in order)."""
+    """The new match rows (quality, win probabilities, result document) and history rows of
+    matches rated together (``rated``: their participants in order)."""
     before = (rated.before_mu.tolist(), rated.before_sigma.tolist())
     after = (rated.after_mu.tolist(), rated.after_sigma.tolist())
     volatility = rated.volatility()
@@ -123,10 +125,12 @@ def _rewrites(
     for n, (row, plan) in enumerate(zip(stored, planned, strict=True)):
         ranks = dense_ranks(plan.outcome)
         offset = rated.offsets[n]
+        chances = rated.win_probabilities[n]
         match_updates.append(
             {
                 "seq": row.seq,
                 "quality": quality[n],
+                "win_probabilities": chances,
                 "result": with_seq(
                     result_parts(
                         config=config,
@@ -143,6 +147,7 @@ def _rewrites(
                         offset=offset,
                         meta=row.request.get("meta"),
                         volatility=volatility,
+                        win_probabilities=chances,
                     ),
                     row.seq,
                 ),
@@ -175,6 +180,27 @@ def _rewrites(
     return match_updates, history_updates
 
 
+@dataclass(frozen=True, slots=True)
+class _Replayed:
+    """What a replay left: the ratings after, and what the re-rated matches' new
+    predictions scored."""
+
+    table: RatingTable
+    tally: Tally
+
+
+def _stored_tally(matches: Sequence[MatchRow | Match]) -> Tally:
+    """What the stored predictions of ``matches`` scored (those without any left out)."""
+    tally = Tally.zero()
+    for row in matches:
+        chances = row.win_probabilities
+        if chances is not None:
+            request = row.request
+            outcome = outcome_of(request.get("ranks"), request.get("scores"), len(chances))
+            tally.add_match(chances, outcome)
+    return tally
+
+
 def _replay_scope(
     *,
     session: Session,
@@ -182,10 +208,11 @@ def _replay_scope(
     config: LadderConfig,
     scope: _Scope,
     progress: Progress,
-) -> RatingTable:
+) -> _Replayed:
     """Replay the scope's matches over its players, seeds at their places, and rewrite the
     matches and history rows, :data:`PROGRESS_STEP` matches at a time (``progress`` is
-    told after each). Returns the ratings after."""
+    told after each). Returns the ratings after, and what the matches' new predictions
+    scored."""
     players = sorted(scope.start)
     table = RatingTable(
         players=players,
@@ -206,6 +233,7 @@ def _replay_scope(
         )
     planned = [_planned(row) for row in scope.matches]
     position = {row.seq: n for n, row in enumerate(scope.matches)}
+    tally_after = Tally.zero()
 
     # Each seed goes before the player's next re-rated match (by history id), or at the end.
     seeds_before: dict[int, list[HistoryRow]] = {}
@@ -271,6 +299,7 @@ def _replay_scope(
                 label=label,
                 start=begin,
             )
+            tally_after.add(rated.tally(planned[begin:cut]))
             rows, history = _rewrites(
                 ladder=ladder,
                 config=config,
@@ -292,7 +321,7 @@ def _replay_scope(
             write(cut)
     apply_seeds(at_end)
     write(len(planned))
-    return table
+    return _Replayed(table, tally_after)
 
 
 def _rating_row(
@@ -427,7 +456,7 @@ def void_match(
                     latest[player] = played
     latest_before = dict(latest)
 
-    table = _replay_scope(
+    replayed = _replay_scope(
         session=session,
         ladder=ladder,
         config=config,
@@ -440,6 +469,11 @@ def void_match(
         ),
         progress=progress,
     )
+    table = replayed.table
+    # The ladder's tally: the voided match's share out, the re-rated matches' replaced.
+    change = replayed.tally
+    change.add(_stored_tally([*affected, match]), -1)
+    accuracy.adjust(session=session, ladder_id=ladder.id, change=change)
 
     # The voided match: marked in its document, out of its players' history and counts.
     document = json.loads(match.result)
@@ -511,13 +545,15 @@ def rebuild(
     prior = config.model.rating()
     start = {state.player_id: (prior.mu, config.stored_sigma(prior)) for state in states}
     start.update(erasure.pseudonym_priors(matches, (prior.mu, config.stored_sigma(prior))))
-    table = _replay_scope(
+    replayed = _replay_scope(
         session=session,
         ladder=ladder,
         config=config,
         scope=_Scope(matches=matches, start=start, latest={}, history=history),
         progress=progress,
     )
+    table = replayed.table
+    accuracy.replace(session=session, ladder_id=ladder.id, tally=replayed.tally)
     counts: dict[str, int] = {}
     newest: dict[str, datetime] = {}
     for row in matches:

@@ -1,6 +1,6 @@
 """The tables: ladders, player ratings, matches, participants, rating history, API keys,
-the rating buckets that give a player's leaderboard rank without counting, and the jobs
-that run long re-ratings in the background.
+the rating buckets that give a player's leaderboard rank without counting, the jobs
+that run long re-ratings in the background, and each ladder's running prediction tallies.
 
 Alembic (``migrations/``) is the only source of the schema; these models describe it.
 Ratings are Gaussian beliefs (mu, sigma); Elo ladders keep ``sigma`` NULL, and only
@@ -18,6 +18,7 @@ from sqlalchemy import (
     JSON,
     BigInteger,
     CheckConstraint,
+    Column,
     DateTime,
     Float,
     ForeignKey,
@@ -26,11 +27,14 @@ from sqlalchemy import (
     Integer,
     MetaData,
     String,
+    Table,
     Text,
     UniqueConstraint,
     text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from app.domain.accuracy import FIELDS as TALLY_FIELDS
 
 #: Constraint names follow one pattern, so migrations can name what they alter or drop.
 NAMING_CONVENTION = {
@@ -179,6 +183,10 @@ class Match(Base):
     #: The response document: as first sent until a void re-rates the match (a retry gets
     #: these bytes); a voided match's document says so.
     result: Mapped[str] = mapped_column(Text)
+    #: Each team's probability of finishing first, from the ratings the match's update
+    #: started from (``app.domain.accuracy``); NULL for matches recorded before it was
+    #: stored (a rebuild fills it in) and where the model gave none.
+    win_probabilities: Mapped[list[float] | None] = mapped_column(JSON, nullable=True)
     #: When the match was voided: it no longer counts; every later match of its players was
     #: re-rated as if it had never happened.
     voided_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
@@ -297,6 +305,26 @@ class Job(Base):
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     heartbeat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+#: Each ladder's running tally of how its stored predictions scored
+#: (``app.domain.accuracy.Tally``, one integer column per field), over the matches that
+#: count. Split into stripes: a recording adds its matches' share to one stripe chosen at
+#: random, so concurrent writers of one ladder seldom wait for each other's row; readers
+#: add the stripes up. Kept in the transaction of every write that changes it (recording,
+#: void, rebuild).
+LADDER_ACCURACY = Table(
+    "ladder_accuracy",
+    Base.metadata,
+    Column(
+        "ladder_id",
+        String(64),
+        ForeignKey("ladders.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("stripe", Integer, primary_key=True, autoincrement=False),
+    *(Column(name, BigInteger, nullable=False) for name in TALLY_FIELDS),
+)
 
 
 #: The leaderboard order (conservative rating, highest first; ties by player id) as an

@@ -40,9 +40,11 @@ from sqlalchemy.sql.expression import Executable
 from sqlalchemy.types import TypeEngine
 
 from app.domain import jsontext
+from app.domain.accuracy import FIELDS as TALLY_FIELDS
 from app.storage import unit_of_work
 from app.storage.engine import is_read_only, lift_reply_bound, session_factory
 from app.storage.models import (
+    LADDER_ACCURACY,
     Job,
     Ladder,
     Match,
@@ -376,8 +378,13 @@ def bulk_update(
         _update_through_copy(session, table, keys, names, rows, where)
         return
     if dialect.name == "postgresql":
+        # A JSON column's values go as their text (an array of JSON is an array of texts).
+        json_names = {name for name in names if isinstance(table.c[name].type, JSON)}
         arrays = ", ".join(
-            f"CAST(:a_{name} AS {table.c[name].type.compile(dialect=dialect)}[])" for name in names
+            f"CAST(CAST(:a_{name} AS TEXT[]) AS JSON[])"
+            if name in json_names
+            else f"CAST(:a_{name} AS {table.c[name].type.compile(dialect=dialect)}[])"
+            for name in names
         )
         conditions = [f"t.{key} = v.{key}" for key in keys]
         conditions += [f"t.{column} = :w_{column}" for column in where]
@@ -387,7 +394,10 @@ def bulk_update(
             + f" FROM unnest({arrays}) AS v({', '.join(names)}) WHERE "
             + " AND ".join(conditions)
         )
-        parameters = {f"a_{name}": [row[name] for row in rows] for name in names}
+        parameters = {
+            f"a_{name}": [json_text(row[name]) if name in json_names else row[name] for row in rows]
+            for name in names
+        }
         parameters.update({f"w_{column}": value for column, value in where.items()})
         connection.execute(text(statement), parameters)
         return
@@ -927,12 +937,21 @@ class MatchRow(NamedTuple):
     recorded_at: datetime
     #: The canonical request: teams, ranks or scores, weights and meta.
     request: dict[str, Any]
+    #: The stored win probabilities (None: none stored).
+    win_probabilities: list[float] | None = None
 
 
 def matches_after(*, session: Session, ladder_id: str, after_seq: int) -> list[MatchRow]:
     """The ladder's matches that count (not voided) with seq above ``after_seq``, in order."""
     query = (
-        select(Match.seq, Match.match_id, Match.played_at, Match.recorded_at, Match.request)
+        select(
+            Match.seq,
+            Match.match_id,
+            Match.played_at,
+            Match.recorded_at,
+            Match.request,
+            Match.win_probabilities,
+        )
         .where(Match.ladder_id == ladder_id, Match.seq > after_seq, Match.voided_at.is_(None))
         .order_by(Match.seq)
     )
@@ -1124,7 +1143,8 @@ def update_history(*, session: Session, rows: Sequence[dict[str, Any]]) -> None:
 
 
 def update_matches(*, session: Session, rows: Sequence[dict[str, Any]]) -> None:
-    """Rewrite matches' ``quality``, ``result`` and ``voided_at`` by ``seq``."""
+    """Rewrite matches' ``quality``, ``result`` and ``voided_at`` (and
+    ``win_probabilities``, if the rows have it) by ``seq``."""
     bulk_update(session=session, table=cast(Table, Match.__table__), keys=("seq",), rows=rows)
 
 
@@ -1247,6 +1267,7 @@ def delete_ladder_rows(*, session: Session, ladder_id: str) -> LadderRows:
     gone(delete(Participant).where(Participant.ladder_id == ladder_id))
     matches = gone(delete(Match).where(Match.ladder_id == ladder_id))
     gone(delete(RatingBucket).where(RatingBucket.ladder_id == ladder_id))
+    gone(delete(LADDER_ACCURACY).where(LADDER_ACCURACY.c.ladder_id == ladder_id))
     players = gone(delete(PlayerRating).where(PlayerRating.ladder_id == ladder_id))
     gone(delete(Job).where(Job.ladder_id == ladder_id))
     gone(delete(Ladder).where(Ladder.id == ladder_id))
@@ -1409,6 +1430,7 @@ MATCH_COLUMNS = (
     "request",
     "result",
     "voided_at",
+    "win_probabilities",
 )
 PARTICIPANT_COLUMNS = (
     "match_seq",
@@ -1438,8 +1460,10 @@ _PLAYED_HISTORY = HISTORY_COLUMNS[_PLAYED_FROM:]
 _MATCH_ID = MATCH_COLUMNS.index("match_id")
 _HISTORY_SEQ = HISTORY_COLUMNS.index("match_seq")
 
-#: Where a match row holds its result document (as the text before and after its seq).
+#: Where a match row holds its result document (as the text before and after its seq),
+#: and its teams' win probabilities.
 _RESULT = MATCH_COLUMNS.index("result")
+_WIN_PROBABILITIES = MATCH_COLUMNS.index("win_probabilities")
 
 MATCHES = cast(Table, Match.__table__)
 PARTICIPANTS = cast(Table, Participant.__table__)
@@ -1450,9 +1474,10 @@ _WRITE_MATCHES_SQL = text(
     """
 WITH matches_written AS (
     INSERT INTO matches (seq, ladder_id, match_id, body_hash, played_at, recorded_at, quality,
-                         request, result, voided_at)
+                         request, result, voided_at, win_probabilities)
     SELECT v.seq, v.ladder_id, v.match_id, v.body_hash, v.played_at, v.recorded_at, v.quality,
-           CAST(v.request AS JSON), v.result_head || v.seq || v.result_tail, NULL
+           CAST(v.request AS JSON), v.result_head || v.seq || v.result_tail, NULL,
+           CAST(v.win_probabilities AS JSON)
     -- nextval in the derived table's own list: once per row, in the rows' order (a
     -- volatile function keeps the table from being merged into the outer query).
     FROM (
@@ -1460,7 +1485,7 @@ WITH matches_written AS (
         FROM json_to_recordset(CAST(:matches AS JSON)) AS a(
             ladder_id VARCHAR, match_id VARCHAR, body_hash VARCHAR, played_at TIMESTAMPTZ,
             recorded_at TIMESTAMPTZ, quality FLOAT8, request TEXT, result_head TEXT,
-            result_tail TEXT)
+            result_tail TEXT, win_probabilities TEXT)
     ) AS v
     RETURNING seq, ladder_id, match_id
 ), played AS (
@@ -1497,10 +1522,22 @@ WITH matches_written AS (
         ) AS r
     ) AS v
     WHERE t.ctid = v.row_id
+), tallies_written AS (
+    -- Each ladder's accuracy tally: added to one stripe, ladders in id order.
+    INSERT INTO ladder_accuracy AS t (ladder_id, stripe, {tally_columns})
+    SELECT v.ladder_id, :stripe, {tally_values}
+    FROM json_to_recordset(CAST(:tallies AS JSON)) AS v(ladder_id VARCHAR, {tally_types})
+    ORDER BY v.ladder_id
+    ON CONFLICT (ladder_id, stripe) DO UPDATE SET {tally_sums}
 )
 SELECT seq, ladder_id, match_id FROM matches_written
-"""
-)
+""".format(
+        tally_columns=", ".join(TALLY_FIELDS),
+        tally_values=", ".join(f"v.{name}" for name in TALLY_FIELDS),
+        tally_types=", ".join(f"{name} INT8" for name in TALLY_FIELDS),
+        tally_sums=", ".join(f"{name} = t.{name} + excluded.{name}" for name in TALLY_FIELDS),
+    )
+).bindparams(bindparam("stripe", type_=Integer))
 
 
 #: From this many matches PostgreSQL gets a recording's rows by COPY rather than in one
@@ -1541,13 +1578,17 @@ def write_recorded(
     participants: Sequence[Sequence[Any]],
     history: Sequence[Sequence[Any]],
     ratings: Mapping[str, Sequence[dict[str, Any]]],
+    tallies: Mapping[str, Sequence[int]] | None = None,
+    stripe: int = 0,
 ) -> list[int]:
     """Store rated matches and return their seqs, drawn in the order of ``matches``: their
     rows of ``matches``, ``participants`` and ``rating_history`` (tuples of
     :data:`MATCH_COLUMNS`, :data:`PARTICIPANT_COLUMNS` and :data:`HISTORY_COLUMNS`, the
     match ids of a ladder distinct) where each seq is the match's place in ``matches``
-    and each result document the text before and after its seq; and the new ratings of
-    each ladder (rows for :func:`update_ratings`, by ladder id). The caller holds the
+    and each result document the text before and after its seq; the new ratings of
+    each ladder (rows for :func:`update_ratings`, by ladder id); and what the matches'
+    predictions scored, added to each ladder's accuracy tally in its ``stripe`` row
+    (:func:`add_tallies`). The caller holds the
     players' row locks, so the seqs order matches sharing a player as they were applied.
 
     PostgreSQL: ONE statement, drawing the seqs (the rows as arrays and JSON, which
@@ -1569,6 +1610,7 @@ def write_recorded(
         insert_values(session=session, table=HISTORY, names=HISTORY_COLUMNS, values=histories)
         for ladder_id, update in ratings.items():
             update_ratings(session=session, ladder_id=ladder_id, rows=update)
+        add_tallies(session=session, stripe=stripe, tallies=tallies or {})
         return seqs
     # Every row as JSON, which PostgreSQL reads back exactly (a float's repr is the
     # shortest text that parses to it) and which costs far less to send than arrays of
@@ -1587,6 +1629,7 @@ def write_recorded(
                     "request": json_text(row[7]),
                     "result_head": row[_RESULT][0],
                     "result_tail": row[_RESULT][1],
+                    "win_probabilities": json_text(row[_WIN_PROBABILITIES]),
                 }
                 for row in matches
             ]
@@ -1613,6 +1656,13 @@ def write_recorded(
             for row in rows
         ]
     )
+    parameters["tallies"] = jsontext.compact(
+        [
+            {"ladder_id": ladder_id, **dict(zip(TALLY_FIELDS, values, strict=True))}
+            for ladder_id, values in (tallies or {}).items()
+        ]
+    )
+    parameters["stripe"] = stripe
     drawn = {
         (ladder_id, match_id): int(seq)
         for seq, ladder_id, match_id in session.execute(_WRITE_MATCHES_SQL, parameters)
@@ -1717,3 +1767,94 @@ def update_unfinished_job(
         condition.append(Job.heartbeat_at < beat_before)
     outcome = session.execute(update(Job).where(*condition).values(**values))
     return bool(getattr(outcome, "rowcount", 0))
+
+
+# -- prediction accuracy (app.services.accuracy) -------------------------------------------
+
+_TALLY = LADDER_ACCURACY.c
+
+
+@cache
+def _add_tally_statement() -> Executable:
+    """Add to a stripe's tally, inserting the row when it is missing (the same text on both
+    databases: ``ON CONFLICT ... DO UPDATE``, SQLite 3.24 and PostgreSQL 9.5)."""
+    names = [column.name for column in LADDER_ACCURACY.columns]
+    sums = [name for name in names if name not in ("ladder_id", "stripe")]
+    return text(
+        f"INSERT INTO {LADDER_ACCURACY.name} ({', '.join(names)}) "
+        f"VALUES ({', '.join(f':{name}' for name in names)}) "
+        "ON CONFLICT (ladder_id, stripe) DO UPDATE SET "
+        + ", ".join(f"{name} = {LADDER_ACCURACY.name}.{name} + excluded.{name}" for name in sums)
+    )
+
+
+def add_tallies(*, session: Session, stripe: int, tallies: Mapping[str, Sequence[int]]) -> None:
+    """Add each ladder's tally (values in the order of the table's sum columns) to its
+    ``stripe`` row, ladder by ladder in id order (the one order every writer takes them in)."""
+    if not tallies:
+        return
+    sums = [column.name for column in LADDER_ACCURACY.columns][2:]
+    rows = [
+        {
+            "ladder_id": ladder_id,
+            "stripe": stripe,
+            **dict(zip(sums, tallies[ladder_id], strict=True)),
+        }
+        for ladder_id in sorted(tallies)
+    ]
+    session.execute(_add_tally_statement(), rows)
+
+
+def replace_tally(*, session: Session, ladder_id: str, values: Sequence[int]) -> None:
+    """Make ``values`` the ladder's whole tally: its stripes deleted, one row inserted."""
+    session.execute(delete(LADDER_ACCURACY).where(_TALLY.ladder_id == ladder_id))
+    sums = [column.name for column in LADDER_ACCURACY.columns][2:]
+    session.execute(
+        insert(LADDER_ACCURACY).values(
+            ladder_id=ladder_id, stripe=0, **dict(zip(sums, values, strict=True))
+        )
+    )
+
+
+def tallies(
+    *, session: Session, ladder_ids: Sequence[str] | None = None, limit: int | None = None
+) -> dict[str, list[int]]:
+    """Each ladder's tally, its stripes added up (values in the order of the table's sum
+    columns): of ``ladder_ids``, or of every ladder that has one, at most ``limit`` of
+    them, those with the most matches first."""
+    sums = list(LADDER_ACCURACY.columns)[2:]
+    query = select(_TALLY.ladder_id, *(func.sum(column) for column in sums)).group_by(
+        _TALLY.ladder_id
+    )
+    if ladder_ids is not None:
+        query = query.where(_TALLY.ladder_id.in_(list(ladder_ids)))
+    if limit is not None:
+        query = query.order_by(func.sum(_TALLY.matches).desc(), _TALLY.ladder_id).limit(limit)
+    return {row[0]: [int(value or 0) for value in row[1:]] for row in session.execute(query)}
+
+
+class Prediction(NamedTuple):
+    """A counted match's stored prediction and what it is scored against."""
+
+    played_at: datetime
+    win_probabilities: list[float] | None
+    ranks: list[float] | None
+    scores: list[float] | None
+
+
+def recent_predictions(*, session: Session, ladder_id: str, window: int) -> list[Prediction]:
+    """The ladder's ``window`` newest matches that count (by seq, newest first), with their
+    stored win probabilities and the ranks or scores of their requests (read out of the
+    JSON, not the whole request with its meta): one range scan of ``ix_matches_ladder_seq``."""
+    query = (
+        select(
+            Match.played_at,
+            Match.win_probabilities,
+            Match.request["ranks"],
+            Match.request["scores"],
+        )
+        .where(Match.ladder_id == ladder_id, Match.voided_at.is_(None))
+        .order_by(Match.seq.desc())
+        .limit(window)
+    )
+    return [Prediction(*row) for row in session.execute(query)]

@@ -13,7 +13,12 @@ from hypothesis import strategies as st
 from scipy import integrate, stats
 
 from app.rating.base import Rating, RatingInputError
-from app.rating.quality import QUALITY_FLOOR, gaussian_win_probabilities, match_quality
+from app.rating.quality import (
+    QUALITY_FLOOR,
+    _panels,
+    gaussian_win_probabilities,
+    match_quality,
+)
 
 BETA = 25.0 / 6.0
 
@@ -146,6 +151,32 @@ class TestWinProbabilities:
                     limit=500,
                 )[0]
                 assert p[j] == pytest.approx(ref, abs=1e-12)
+
+    @pytest.mark.parametrize("k", [4, 8, 16, 64])
+    def test_teams_of_alike_scales_match_numerical_integration(self, k: int) -> None:
+        """Deviations within a factor of about two, as in a rated match: the uniform panels
+        of twice the smallest deviation (far fewer than the teams' own grids for many teams)
+        integrate to 1e-13."""
+        rng = random.Random(100 + k)
+        means = [rng.gauss(25.0, 5.0) for _ in range(k)]
+        sds = [math.sqrt(rng.uniform(1.0, 8.3) ** 2 + (25 / 6) ** 2) for _ in range(k)]
+        ends, rule, _ = _panels(np.array(means), np.array(sds))
+        widths = np.diff(ends)
+        np.testing.assert_allclose(widths, widths[0], rtol=1e-9)
+        assert widths[0] <= 2.0 * min(sds) and rule.size == 12 and ends.size < 30 * k
+        p = gaussian_win_probabilities(means, [s * s for s in sds])
+        order = sorted(range(k), key=means.__getitem__)
+        for j in {order[0], order[1], order[k // 2], order[-2], order[-1]}:
+            ref = integrate.quad(
+                _winner_density,
+                -np.inf,
+                np.inf,
+                args=(j, means, sds),
+                epsabs=1e-16,
+                epsrel=1e-13,
+                limit=500,
+            )[0]
+            assert p[j] == pytest.approx(ref, abs=1e-13)
 
     def test_very_different_scales(self) -> None:
         # One near-certain performance at 0, one standard, one very wide: by symmetry

@@ -29,11 +29,13 @@ def one_by_one(
     last_day: list[float] | None = None,
     with_quality: bool = False,
 ) -> dict[str, Any]:
-    """The reference: every match through ``model.rate``, each player aged before it."""
+    """The reference: every match through ``model.rate``, each player aged before it
+    (``start_sigma``: the sigma each update starts from, after ageing)."""
     table = [Rating(m, s) for m, s in zip(mu, sigma, strict=True)]
     days = [math.nan] * len(mu) if last_day is None else list(last_day)
     out: dict[str, Any] = {
-        k: [] for k in ("before_mu", "before_sigma", "after_mu", "after_sigma", "quality")
+        k: []
+        for k in ("before_mu", "before_sigma", "start_sigma", "after_mu", "after_sigma", "quality")
     }
     bayesian = model.name != "elo"
     for match in matches:
@@ -46,6 +48,7 @@ def one_by_one(
                 out["before_sigma"].append(r.sigma)
                 if bayesian and not math.isnan(days[p]):
                     r = age(r, tau_per_day, match.day - days[p])
+                out["start_sigma"].append(r.sigma)
                 row.append(r)
             teams.append(row)
         if with_quality:
@@ -64,7 +67,8 @@ def one_by_one(
 
 
 def assert_same(result: ReplayResult, ref: dict[str, Any]) -> None:
-    for name in ("mu", "sigma", "before_mu", "before_sigma", "after_mu", "after_sigma"):
+    names = ("mu", "sigma", "before_mu", "before_sigma", "start_sigma", "after_mu", "after_sigma")
+    for name in names:
         got = getattr(result, name)
         want = np.asarray(ref[name], dtype=np.float64)
         assert got.dtype == np.float64 and got.shape == want.shape, name
@@ -190,8 +194,15 @@ class TestSemantics:
         assert result.mu.tolist() == [a2.mu, b2.mu]
         assert result.sigma.tolist() == [a2.sigma, b2.sigma]
         assert result.last_day.tolist() == [14.0, 14.0]
-        # "before" is the stored rating, not the aged one.
+        # "before" is the stored rating, not the aged one; the update started from the aged.
         assert result.before_sigma.tolist() == [8.0, 8.0, b.sigma, a.sigma]
+        assert result.start_sigma is not None
+        assert result.start_sigma.tolist() == [
+            8.0,
+            8.0,
+            math.sqrt(b.sigma**2 + 1.0),
+            math.sqrt(a.sigma**2 + 1.0),
+        ]
 
     def test_never_played_is_not_aged_and_inputs_are_not_changed(self) -> None:
         model = TrueSkill()

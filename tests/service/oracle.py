@@ -22,12 +22,14 @@ def when(text: str) -> datetime:
 @dataclass
 class Replayed:
     """Ratings after the replay, each player's history (oldest first, as (kind, match_id,
-    before, after)), and per match id the quality and the (before, after) of each player."""
+    before, after)), and per match id the quality, the teams' win probabilities before it
+    and the (before, after) of each player."""
 
     ratings: dict[str, Rating] = field(default_factory=dict)
     played: dict[str, int] = field(default_factory=dict)
     history: dict[str, list[tuple[str, str | None, Rating, Rating]]] = field(default_factory=dict)
     quality: dict[str, float] = field(default_factory=dict)
+    win_probabilities: dict[str, list[float]] = field(default_factory=dict)
     changes: dict[str, dict[str, tuple[Rating, Rating]]] = field(default_factory=dict)
 
 
@@ -77,6 +79,9 @@ def core_replay(algorithm: str, params: dict[str, Any], events: list[dict[str, A
         weights = event.get("weights")
         advantage = event.get("advantage")
         out.quality[event["match_id"]] = model.quality(teams, weights, advantage)
+        out.win_probabilities[event["match_id"]] = model.win_probabilities(
+            teams, weights, advantage
+        )
         new = model.rate(
             teams,
             ranks=event.get("ranks"),

@@ -5,6 +5,7 @@ PostgreSQL, executemany on SQLite) and the bulk update exactly."""
 from __future__ import annotations
 
 import itertools
+import json
 import math
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -169,8 +170,9 @@ def test_awkward_values_survive_the_bulk_insert_and_update(
                 request,
                 "r\\1\t",
                 None,
+                [5e-324, 1 / 3, 1.0 - 5e-324 - 1 / 3],
             ),
-            (8, "awk", "m2", "h" * 64, played, recorded, None, {"meta": None}, "{}", None),
+            (8, "awk", "m2", "h" * 64, played, recorded, None, {"meta": None}, "{}", None, None),
         ]
         repositories.insert_values(
             session=session, table=MATCHES, names=MATCH_COLUMNS, values=matches
@@ -198,6 +200,7 @@ def test_awkward_values_survive_the_bulk_insert_and_update(
         assert [row[3] for row in stored] == [5e-324, None]
         assert [row[5] for row in stored] == ["r\\1\t", "{}"]
         assert [row[6] for row in stored] == [None, None]
+        assert _chances(session) == [[5e-324, 1 / 3, 1.0 - 5e-324 - 1 / 3], None]
         if postgres:
             assert [row[1] for row in stored] == [played, played]
             assert [row[2] for row in stored] == [recorded, recorded]
@@ -226,8 +229,20 @@ def test_awkward_values_survive_the_bulk_insert_and_update(
         repositories.update_matches(
             session=session,
             rows=[
-                {"seq": 7, "quality": 0.1 + 0.2, "result": "v\\2\t\n\\N", "voided_at": voided},
-                {"seq": 8, "quality": None, "result": "é", "voided_at": None},
+                {
+                    "seq": 7,
+                    "quality": 0.1 + 0.2,
+                    "result": "v\\2\t\n\\N",
+                    "voided_at": voided,
+                    "win_probabilities": [0.1 + 0.2, 0.7],
+                },
+                {
+                    "seq": 8,
+                    "quality": None,
+                    "result": "é",
+                    "voided_at": None,
+                    "win_probabilities": [1e-300, 1.0],
+                },
             ],
         )
         session.commit()
@@ -237,3 +252,22 @@ def test_awkward_values_survive_the_bulk_insert_and_update(
         assert [tuple(row[:2]) for row in stored] == [(0.1 + 0.2, "v\\2\t\n\\N"), (None, "é")]
         if postgres:
             assert [row[2] for row in stored] == [voided, None]
+        assert _chances(session) == [[0.1 + 0.2, 0.7], [1e-300, 1.0]]
+
+        # And by the one-statement update (arrays of JSON as their texts).
+        monkeypatch.setattr(repositories, "COPY_UPDATE_ROWS", 1000)
+        repositories.update_matches(
+            session=session,
+            rows=[
+                {"seq": 7, "win_probabilities": [5e-324, 1.0]},
+                {"seq": 8, "win_probabilities": None},
+            ],
+        )
+        session.commit()
+        assert _chances(session) == [[5e-324, 1.0], None]
+
+
+def _chances(session: Any) -> list[Any]:
+    """The matches' stored win probabilities, by seq (a JSON null read as None)."""
+    values = session.execute(text("SELECT win_probabilities FROM matches ORDER BY seq"))
+    return [json.loads(v) if isinstance(v, str) else v for v in values.scalars()]

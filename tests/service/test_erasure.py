@@ -260,6 +260,9 @@ def test_voids_and_rebuilds_after_an_erasure_rate_the_others_as_before(
                 response = client.patch(f"/v1/ladders/{ladder}?rebuild=true", json={})
             assert response.status_code == 200, response.text
         assert _others(client, "v", pseudonym) == _others(client, "fresh", "p05")
+        # The prediction tallies too (the win probabilities are in the documents above).
+        accuracy = [client.get(f"/v1/ladders/{name}/accuracy").json() for name in ("v", "fresh")]
+        assert {**accuracy[0], "ladder": "fresh"} == accuracy[1]
         assert pseudonym not in client.get("/v1/ladders/v/leaderboard?limit=100").text
         assert client.get("/v1/ladders/v").json()["players"] == 11
 

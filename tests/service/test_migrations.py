@@ -24,6 +24,7 @@ TABLES = {
     "participants",
     "rating_history",
     "jobs",
+    "ladder_accuracy",
 }
 
 

@@ -74,6 +74,7 @@ def test_one_match_of_known_players_takes_few_statements(
             "INSERT INTO PARTICIPANTS",
             "INSERT INTO RATING_HISTORY",
             "UPDATE RATINGS SET",
+            "INSERT INTO LADDER_ACCURACY",
         ]
 
 

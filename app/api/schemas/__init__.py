@@ -586,6 +586,7 @@ MATCH_RESULT_EXAMPLE: dict[str, Any] = {
     "played_at": "2026-11-21T10:00:00Z",
     "recorded_at": "2026-11-21T10:00:02.125Z",
     "quality": 0.4472135954999579,
+    "win_probabilities": [0.5, 0.5],
     "teams": [
         {
             "rank": 1,
@@ -644,6 +645,14 @@ class MatchResult(BaseModel):
     played_at: datetime
     recorded_at: datetime
     quality: float | None = Field(description="Match quality before the match, in (0, 1].")
+    win_probabilities: list[float] | None = Field(
+        default=None,
+        description="Each team's probability of finishing first (in the teams' order, "
+        "summing to 1), from the ratings the match's update started from: what the ladder "
+        "predicted, and what its accuracy (`GET .../accuracy`) scores. Null where the model "
+        "gave none; absent in matches recorded before it was stored (a rebuild of the ladder "
+        "adds it).",
+    )
     teams: list[TeamResult]
     meta: dict[str, Any] | None = None
     voided: bool = Field(
