@@ -54,6 +54,10 @@ def test_recording_and_rebuilding_give_the_cores_numbers(
     for player, rating in expected.ratings.items():
         entry = board[player]
         assert (entry["mu"], entry["sigma"] or 0.0) == pytest.approx(tuple(rating)[:2], rel=1e-9)
+    # Each match stored the win probabilities it was predicted with, shares included.
+    for doc in all_pages(client, "/v1/ladders/l/matches", 50):
+        want = expected.win_probabilities[doc["match_id"]]
+        assert doc["win_probabilities"] == pytest.approx(want, rel=1e-9, abs=1e-12)
     # The shares matter: the same matches without them rate differently.
     plain = core_replay(algorithm, params, [{**b, "advantage": None} for b in bodies])
     assert any(abs(plain.ratings[p].mu - expected.ratings[p].mu) > 1e-6 for p in expected.ratings)
