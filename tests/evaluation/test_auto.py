@@ -35,7 +35,7 @@ def _mixed(seed: int, matches: int, players: int = 16) -> list[dict[str, Any]]:
         if shape == 3:  # a free-for-all of 3 to 5, ranks from performances, ties possible
             who = rng.choice(players, int(rng.integers(3, 6)), replace=False)
             perf = [skill[p] + rng.normal(0.0, 4.0) for p in who]
-            ranks = [int(round(-x / 4.0)) for x in perf]
+            ranks = [round(float(-x) / 4.0) for x in perf]
             teams = [[f"p{p}"] for p in who]
             body: dict[str, Any] = {"teams": teams, "ranks": ranks}
         else:
