@@ -21,9 +21,10 @@ Fitting needs scipy (the optional ``eval`` extra); without it a fit is refused w
 
 from __future__ import annotations
 
-import importlib
+import importlib.util
 import math
 import os
+import threading
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
@@ -52,6 +53,8 @@ from app.storage.repositories import MatchRow
 
 #: Matches read from the database per query.
 PAGE = 10_000
+#: Fits run one at a time in a server process, each on every core (a second one waits).
+_one_fit_at_a_time = threading.Semaphore(1)
 _SECONDS_PER_DAY = 86400.0
 
 #: What applying a fit takes: the session and the time, in the job's one transaction.
@@ -60,13 +63,12 @@ Apply = Callable[[Session, datetime], FitOutcome]
 
 def needs_scipy() -> None:
     """Refuse a fit (501) when scipy, which the parameter search uses, is not installed."""
-    try:
-        importlib.import_module("scipy")
-    except ImportError:
+    # Looked for, not imported: the server process never loads it (its worker processes do).
+    if importlib.util.find_spec("scipy") is None:
         raise NotInstalled(
             "fit: fitting needs scipy, which is not installed on this server "
             "(pip install 'ratings[eval]')"
-        ) from None
+        )
 
 
 # -- the ladder's matches --------------------------------------------------------------------
@@ -289,9 +291,9 @@ def apply_fit(*, session: Session, outcome: FitOutcome, now: datetime) -> FitOut
 
 def fit_job(*, ladder_id: str, request: Mapping[str, Any], progress: Progress) -> Apply:
     """Run the fit a job asked for (outside any transaction: it reads the ladder's matches
-    in one of its own, then fits in worker processes) and return what the job's
-    transaction does with it: apply it, or only report it. ``progress`` is told the
-    replays of the training part run, of at most how many."""
+    in one of its own, then fits in worker processes, one fit of this process at a time)
+    and return what the job's transaction does with it: apply it, or only report it.
+    ``progress`` is told the replays of the training part run, of at most how many."""
     from app.evaluation.auto import most_replays
 
     body = FitRequest.model_validate(request)
@@ -305,22 +307,23 @@ def fit_job(*, ladder_id: str, request: Mapping[str, Any], progress: Progress) -
     candidates = len(ALGORITHMS) if body.algorithm == "auto" else 1
     total = most_replays(candidates, body.max_evaluations)
     done: dict[str, int] = {}
-    progress(0, total)
 
     def told(name: str, count: int, values: dict[str, float], loss: float) -> None:
         done[name] = count
         progress(sum(done.values()), total)
 
-    outcome = fit_ladder(
-        ladder_id=ladder_id,
-        algorithm=algorithm,
-        params=params,
-        match_file=match_file,
-        body=body,
-        jobs=os.cpu_count() or 1,
-        processes=True,
-        on_evaluation=told,
-    )
+    with _one_fit_at_a_time:
+        progress(0, total)
+        outcome = fit_ladder(
+            ladder_id=ladder_id,
+            algorithm=algorithm,
+            params=params,
+            match_file=match_file,
+            body=body,
+            jobs=os.cpu_count() or 1,
+            processes=True,
+            on_evaluation=told,
+        )
 
     def finish(session: Session, now: datetime) -> FitOutcome:
         if body.apply:
