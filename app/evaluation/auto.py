@@ -5,14 +5,15 @@ The loss is ``fit``'s (the pair log loss on the training part, ``app.evaluation.
 the later part is never looked at to choose. A full search of every candidate costs
 ``max_evaluations`` replays each, so the search has two stages:
 
-1. **Screening.** Every candidate is searched with at most ``short`` replays of the
-   training part from its start (``fit``'s search with that budget: the start, then the
-   first steps of the first line searches), and ranked by the best loss found.
-2. **Full fits.** The ``shortlist`` best of them are fitted exactly as ``fit`` fits them
-   (``ratings fit --algorithm NAME``, the same search from the same start with
-   ``max_evaluations``), so the chosen candidate's parameters are those ``fit`` gives it.
-   The points stage 1 replayed are not replayed again (the search's first steps are the
-   same, and their losses are passed on).
+1. **Screening.** Every candidate's fit starts exactly as ``fit`` fits it (``ratings fit
+   --algorithm NAME``: the same search from the same start with ``max_evaluations``) and
+   is stopped after ``short`` replays of the training part: the start, then the first
+   steps of the line searches along each parameter. The candidates are ranked by the best
+   loss found so far.
+2. **Full fits.** The fits of the ``shortlist`` best of them go on to the end, so the
+   chosen candidate's parameters are those ``fit`` gives it. The search is deterministic,
+   so it takes again the very steps of the screening, whose losses are passed on rather
+   than replayed: the screening costs the shortlisted candidates nothing.
 
 The choice is the candidate with the lowest training loss after both stages. With no more
 candidates than ``shortlist`` there is no screening: every candidate is fitted fully.
@@ -166,6 +167,8 @@ class _Task:
     known: dict[tuple[float, ...], float] = field(default_factory=dict)
     #: Replays of this candidate before this task (its replays are told counting on).
     replays_before: int = 0
+    #: Stop the search when it needs a replay beyond this many (the screening).
+    stop_after: int | None = None
 
 
 @dataclass(slots=True)
@@ -174,6 +177,12 @@ class _Searched:
     replays: int
     #: Every point replayed: the search's key -> loss.
     seen: dict[tuple[float, ...], float]
+    #: Whether the search ran to its end (not stopped by ``stop_after``).
+    complete: bool
+
+
+class _Screened(Exception):
+    """The screening's replays are used up: the search stops where it is."""
 
 
 def _key(fitting: Problem, values: Mapping[str, float]) -> tuple[float, ...]:
@@ -203,12 +212,39 @@ def _search(task: _Task, worker: _Worker | None = None) -> _Searched:
 
     def at(values: dict[str, float]) -> float:
         key = _key(fitting, values)
-        loss = task.known[key] if key in task.known else replay(values)
+        if key in task.known:
+            loss = task.known[key]
+        elif task.stop_after is not None and replays >= task.stop_after:
+            raise _Screened
+        else:
+            loss = replay(values)
         seen[key] = loss
         return loss
 
-    found = search(at, fitting.ranges, fitting.start, task.budget)
-    return _Searched(found, replays, seen)
+    try:
+        found = search(at, fitting.ranges, fitting.start, task.budget)
+    except _Screened:
+        return _Searched(_so_far(fitting, seen), replays, seen, complete=False)
+    return _Searched(found, replays, seen, complete=True)
+
+
+def _so_far(fitting: Problem, seen: Mapping[tuple[float, ...], float]) -> Search:
+    """What a stopped search found: its best point so far (a loss that is not finite
+    counting as ``search`` counts it)."""
+
+    def finite(loss: float) -> float:
+        return loss if math.isfinite(loss) else 1e6
+
+    keys = list(fitting.ranges)
+    best = min(seen, key=lambda key: finite(seen[key]))
+    return Search(
+        values=dict(zip(keys, best, strict=True)),
+        loss=finite(seen[best]),
+        first_loss=finite(seen[_key(fitting, fitting.start)]),
+        evaluations=len(seen),
+        widenings=0,
+        ranges=dict(fitting.ranges),
+    )
 
 
 def _later(
@@ -402,16 +438,17 @@ def _stages(
         futures = [executor.submit(_search, task) for task in tasks]
         return list(_gather(futures, told, on_evaluation))
 
-    def task(name: str, budget: int) -> _Task:
+    def task(name: str, stop_after: int | None = None) -> _Task:
         given = params.get(name)
         before = screened.get(name)
         return _Task(
             name,
             train_fraction,
             dict(given) if given else None,
-            budget,
+            max_evaluations,
             before.seen if before else {},
             before.replays if before else 0,
+            stop_after,
         )
 
     screened: dict[str, _Searched] = {}
@@ -420,14 +457,8 @@ def _stages(
         for name, out in zip(names, run([task(name, short) for name in names]), strict=True):
             screened[name] = out
         ranked = sorted(names, key=lambda name: _order(screened[name].found.loss))
-        full_names = ranked[:shortlist]
-    fitted = dict(
-        zip(
-            full_names,
-            run([task(name, max_evaluations) for name in full_names]),
-            strict=True,
-        )
-    )
+        full_names = [name for name in ranked[:shortlist] if not screened[name].complete]
+    fitted = dict(zip(full_names, run([task(name) for name in full_names]), strict=True))
     candidates = []
     for name in names:
         fitting = fittings[name]
@@ -435,6 +466,7 @@ def _stages(
         last = fitted.get(name, first)
         assert last is not None
         replays = (first.replays if first else 0) + (last.replays if name in fitted else 0)
+        complete = name in fitted or last.complete
         found = last.found
         candidates.append(
             Candidate(
@@ -444,7 +476,7 @@ def _stages(
                 start_params=dict(fitting.start_params),
                 train_loss_start=found.first_loss,
                 train_loss=found.loss,
-                stage="full" if name in fitted else "short",
+                stage="full" if complete else "short",
                 evaluations=found.evaluations,
                 replays=replays,
                 widenings=found.widenings,
@@ -489,5 +521,5 @@ def most_replays(
     """At most how many replays of the training part ``fit_auto`` runs for ``candidates``
     (the later part's few replays not counted)."""
     if candidates > shortlist and short < max_evaluations:
-        return candidates * short + shortlist * max_evaluations
+        return candidates * short + shortlist * (max_evaluations - short)
     return candidates * max_evaluations

@@ -127,20 +127,32 @@ def test_auto_screens_then_fits_the_best_fully(write_matches: WriteMatches) -> N
     assert [c.name for c in got.candidates] == names
     full = [c for c in got.candidates if c.stage == "full"]
     short = [c for c in got.candidates if c.stage == "short"]
-    assert len(full) == SHORTLIST and len(short) == len(names) - SHORTLIST
-    # The shortlist is the best of the screening; the screened-out never beat it there.
-    assert all(c.replays <= 4 and c.evaluations <= 4 for c in short)
+    assert len(full) >= SHORTLIST and len(full) + len(short) == len(names)
+    # The screened-out were stopped after 4 replays, never better than the shortlist then.
+    assert all(c.replays == c.evaluations == 4 for c in short)
     assert max(c.train_loss for c in full) <= min(c.train_loss for c in short)
-    # The choice is the lowest training loss, fitted exactly as fit() fits it.
-    chosen = min(got.candidates, key=lambda c: c.train_loss)
-    assert got.chosen == chosen.name and chosen.stage == "full"
+    # Each fitted fully is fitted exactly as fit() fits it, the screening's replays reused.
     for candidate in full:
         want = fit(match_file, candidate.name, max_evaluations=12)
         assert candidate.params == want.params
         assert candidate.train_loss == want.train_loss
-        assert candidate.evaluations == want.evaluations
-        # The screening's points were not replayed again.
-        assert candidate.replays < 4 + want.evaluations
+        assert candidate.train_loss_start == want.train_loss_default
+        assert candidate.evaluations == candidate.replays == want.evaluations
+    # The screening is the start of that same fit: the best of its first 4 replays.
+    for candidate in short:
+        losses: list[float] = []
+
+        def record(
+            count: int, values: dict[str, float], loss: float, into: list[float] = losses
+        ) -> None:
+            into.append(loss)
+
+        fit(match_file, candidate.name, max_evaluations=12, on_evaluation=record)
+        assert candidate.train_loss_start == losses[0]
+        assert candidate.train_loss == min(losses[:4])
+    # The choice is the lowest training loss.
+    chosen = min(got.candidates, key=lambda c: c.train_loss)
+    assert got.chosen == chosen.name and chosen.stage == "full"
     want = fit(match_file, got.chosen, max_evaluations=12)
     assert got.result.params == want.params
     assert got.test["fitted"]["log_loss"] == want.test["fitted"]["log_loss"]
@@ -148,7 +160,8 @@ def test_auto_screens_then_fits_the_best_fully(write_matches: WriteMatches) -> N
     # The best default: the lowest loss at the start, measured at its defaults.
     best = min(got.candidates, key=lambda c: c.train_loss_start)
     assert got.best_start == best.name == got.test["best_default"]["name"]
-    assert sum(c.replays for c in got.candidates) <= most_replays(len(names), 12, 4)
+    total = sum(c.replays for c in got.candidates)
+    assert total <= most_replays(len(names), 12, 4) == 5 * 4 + SHORTLIST * 8
 
 
 def test_worker_processes_find_the_same(write_matches: WriteMatches) -> None:
