@@ -24,13 +24,15 @@ parameters, "current").
 
 The candidates run side by side in ``jobs`` worker processes (spawned: safe from a
 threaded server), each holding one copy of the matches, so memory grows with ``jobs``
-times the file; ``jobs`` = 1 runs everything in this process.
+times the file; ``jobs`` = 1 runs everything in this process. A worker process whose
+parent is killed ends before its next replay.
 """
 
 from __future__ import annotations
 
 import math
 import multiprocessing
+import os
 import pickle
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
@@ -128,6 +130,13 @@ class _Worker:
     match_file: MatchFile
     tell: Callable[[tuple[str, int, dict[str, float], float]], None] | None
     losses: dict[int, PairLoss] = field(default_factory=dict)
+    #: The process that started this worker process (None: this is that process).
+    parent: int | None = None
+
+    def check_parent(self) -> None:
+        """End a worker process whose parent is gone (killed): nobody waits for it."""
+        if self.parent is not None and os.getppid() != self.parent:
+            os._exit(1)
 
     def loss(self, split: int) -> PairLoss:
         if split not in self.losses:
@@ -154,7 +163,11 @@ def _start_worker(payload: bytes, told: Any) -> None:
     global _worker
     path, rows, players = pickle.loads(payload)
     matches = [Match(*row) for row in rows]
-    _worker = _Worker(MatchFile(path, matches, players), told.put if told is not None else None)
+    _worker = _Worker(
+        MatchFile(path, matches, players),
+        told.put if told is not None else None,
+        parent=os.getppid(),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +230,7 @@ def _search(task: _Task, worker: _Worker | None = None) -> _Searched:
         elif task.stop_after is not None and replays >= task.stop_after:
             raise _Screened
         else:
+            worker.check_parent()
             loss = replay(values)
         seen[key] = loss
         return loss

@@ -6,6 +6,11 @@ from __future__ import annotations
 
 import json
 import math
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -268,3 +273,61 @@ def test_bad_auto_options_are_refused(
 def test_fit_needs_a_file_or_a_ladder(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["fit", "--algorithm", "elo"]) == 2
     assert "give a match FILE or --ladder ID" in capsys.readouterr().err
+
+
+def _children(pid: int) -> list[int]:
+    """The worker processes ``pid`` spawned (Linux ``/proc``)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(stat[1]) == pid and b"spawn_main" in command:
+            found.append(int(entry.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads Linux /proc")
+def test_worker_processes_end_when_their_parent_is_killed(write_matches: WriteMatches) -> None:
+    # Long enough that the workers, left alone, would search for minutes.
+    path = write_matches(_duels(9, 20_000, players=500))
+    program = (
+        "from app.evaluation.auto import fit_auto\n"
+        "from app.evaluation.data import read_matches\n"
+        f"fit_auto(read_matches({str(path)!r}), ['glicko2', 'thurstone_mosteller_part'],"
+        " max_evaluations=200,"
+        " jobs=2)\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    parent = subprocess.Popen([sys.executable, "-c", program], cwd=root)
+    try:
+        deadline = time.monotonic() + 120
+        workers: list[int] = []
+        while len(workers) < 2:
+            assert time.monotonic() < deadline, "the worker processes did not start"
+            assert parent.poll() is None, "the fit ended before it could be killed"
+            time.sleep(0.2)
+            workers = _children(parent.pid)
+        time.sleep(1.0)  # into their searches
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        deadline = time.monotonic() + 120
+        while any(_alive(pid) for pid in workers):
+            assert time.monotonic() < deadline, "orphaned worker processes kept running"
+            time.sleep(0.2)
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
