@@ -57,7 +57,7 @@ from app.evaluation.presets import build
 #: Replays of each candidate in the screening stage.
 SHORT = 8
 #: Candidates fitted fully after the screening.
-SHORTLIST = 2
+SHORTLIST = 3
 
 #: What is told after each replay: (candidate, its replays so far, the values, the loss).
 OnEvaluation = Callable[[str, int, dict[str, float], float], None]

@@ -366,6 +366,8 @@ def print_auto(source: str, found: AutoResult, seconds: float, *, start: str = "
     print(f"  on the later {found.test_matches} matches:")
     print(f"    {'':34} {'error':>8} {'log loss':>9} {'pair ll':>8} {'brier':>7}")
     for label, row in found.test.items():
+        if label == "best_default" and row["name"] == found.chosen:
+            continue  # the chosen algorithm's defaults, shown above
         name = f"{row['name']} {label.replace('_', ' ')}"
         print(
             f"    {name:34} {_percent(row['prediction_error']):>8} "
