@@ -90,7 +90,8 @@ def cmd_paper(args: argparse.Namespace) -> int:
 
 
 class _Package:
-    """A public package's model behind the interface ``predict`` replays."""
+    """A public package's model behind the interface ``predict`` replays, at its defaults:
+    the packages have no advantage, so the shares a match gives are ignored."""
 
     name = "package"
 
@@ -120,16 +121,22 @@ class TrueSkillPackage(_Package):
         teams: Sequence[Sequence[Rating]],
         ranks: Sequence[float] | None = None,
         weights: Any = None,
+        advantage: Any = None,
+        scores: Sequence[float] | None = None,
     ) -> list[list[Rating]]:
+        if scores is not None:
+            ranks = [-s for s in scores]
         groups = [[self.env.create_rating(r.mu, r.sigma) for r in team] for team in teams]
         new = self.env.rate(groups, ranks=list(ranks) if ranks is not None else None)
         return [[Rating(float(r.mu), float(r.sigma)) for r in team] for team in new]
 
-    def quality(self, teams: Sequence[Sequence[Rating]], weights: Any = None) -> float:
+    def quality(
+        self, teams: Sequence[Sequence[Rating]], weights: Any = None, advantage: Any = None
+    ) -> float:
         return match_quality(teams, None, self.beta)
 
     def win_probabilities(
-        self, teams: Sequence[Sequence[Rating]], weights: Any = None
+        self, teams: Sequence[Sequence[Rating]], weights: Any = None, advantage: Any = None
     ) -> list[float]:
         a, b = teams
         delta = sum(r.mu for r in a) - sum(r.mu for r in b)
@@ -160,17 +167,23 @@ class OpenSkillPackage(_Package):
         teams: Sequence[Sequence[Rating]],
         ranks: Sequence[float] | None = None,
         weights: Any = None,
+        advantage: Any = None,
+        scores: Sequence[float] | None = None,
     ) -> list[list[Rating]]:
+        if scores is not None:
+            ranks = [-s for s in scores]
         new = self.model.rate(
             self._ratings(teams), ranks=list(ranks) if ranks is not None else None
         )
         return [[Rating(float(r.mu), float(r.sigma)) for r in team] for team in new]
 
-    def quality(self, teams: Sequence[Sequence[Rating]], weights: Any = None) -> float:
+    def quality(
+        self, teams: Sequence[Sequence[Rating]], weights: Any = None, advantage: Any = None
+    ) -> float:
         return match_quality(teams, None, self.beta)
 
     def win_probabilities(
-        self, teams: Sequence[Sequence[Rating]], weights: Any = None
+        self, teams: Sequence[Sequence[Rating]], weights: Any = None, advantage: Any = None
     ) -> list[float]:
         return [float(p) for p in self.model.predict_win(self._ratings(teams))]
 

@@ -14,8 +14,12 @@ if TYPE_CHECKING:
 
 
 def canonical_request(body: MatchCreate) -> dict[str, Any]:
-    """What identifies a match for idempotency: the body without ``match_id``."""
-    return {
+    """What identifies a match for idempotency: the body without ``match_id``.
+
+    ``advantage`` is part of it only when given, so a match without one keeps the
+    identity it had before matches could carry one.
+    """
+    canonical: dict[str, Any] = {
         "teams": body.teams,
         "ranks": body.ranks,
         "scores": body.scores,
@@ -23,6 +27,9 @@ def canonical_request(body: MatchCreate) -> dict[str, Any]:
         "played_at": body.played_at.isoformat() if body.played_at is not None else None,
         "meta": body.meta,
     }
+    if body.advantage is not None:
+        canonical["advantage"] = body.advantage
+    return canonical
 
 
 def body_hash(canonical: dict[str, Any]) -> str:

@@ -114,6 +114,8 @@ class AutoResult:
     #: The later part's measures: "fitted", "default", "best_default" and those asked for
     #: with ``compare_with`` -> a result row of ``summarize`` (with "name" added).
     test: dict[str, dict[str, Any]]
+    #: The names of the chosen candidate's fitted parameters.
+    fitted: list[str] = field(default_factory=list)
 
     def candidate(self, name: str) -> Candidate:
         return next(c for c in self.candidates if c.name == name)
@@ -426,6 +428,7 @@ def fit_auto(
         train_matches=fitting.split,
         test_matches=len(match_file.matches) - fitting.split,
         test=test,
+        fitted=list(fitting.ranges),
     )
 
 

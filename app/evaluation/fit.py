@@ -38,7 +38,8 @@ from app.rating.registry import WENG_LIN_MODELS, parameters
 #: How many times the searched ranges may be widened after the first search.
 MAX_WIDENINGS = 6
 #: A widening multiplies a logarithmic range's edge by this (or divides it); a linear
-#: range's edge moves this many times closer to the documented limit.
+#: range's edge moves this many times closer to the documented limit, or out by this
+#: many widths of the range less one, whichever is the smaller move.
 WIDENING = 4.0
 #: A point within this fraction of the searched range (in its scale) of an edge is on it.
 EDGE = 0.01
@@ -76,14 +77,17 @@ class Range:
 
     def widened(self, side: str) -> Range:
         """This range with its ``side`` ("low" or "high") edge moved out, up to the limit."""
+        step = (self.high - self.low) * (WIDENING - 1.0)
         if side == "low":
-            low = (
-                self.low / WIDENING if self.log else self.floor + (self.low - self.floor) / WIDENING
-            )
+            if self.log:
+                low = self.low / WIDENING
+            else:
+                low = max(self.floor + (self.low - self.floor) / WIDENING, self.low - step)
             return replace(self, low=max(self.floor, low))
         if self.log:
             return replace(self, high=min(self.ceiling, self.high * WIDENING))
-        return replace(self, high=self.ceiling - (self.ceiling - self.high) / WIDENING)
+        high = min(self.ceiling - (self.ceiling - self.high) / WIDENING, self.high + step)
+        return replace(self, high=high)
 
     def at_limit(self, side: str) -> bool:
         """Whether the ``side`` edge is the documented limit (cannot be widened)."""
@@ -239,13 +243,42 @@ _GLICKO2 = {
 }
 
 
-def fitted_ranges(name: str) -> dict[str, Range]:
+def _advantage_range(algorithm: str, params: Mapping[str, Any]) -> tuple[float, float, bool]:
+    """The first searched range of ``advantage``: a disadvantage of half a performance
+    deviation to an advantage of one and a half, in the model's own units (linear)."""
+    if algorithm == "glicko2":
+        spread = 2.0 * 173.7178 / math.sqrt(math.pi)  # Glicko-2's quality_beta at phi 0
+    elif algorithm == "elo":
+        if params.get("model", "logistic") == "logistic":
+            spread = 2.0 * float(params.get("scale", 400.0)) / (math.sqrt(math.pi) * math.log(10))
+        else:
+            spread = float(params.get("beta", 200.0))
+    else:
+        spread = float(params.get("beta", 25.0 / 6.0))
+    return (-0.5 * spread, 1.5 * spread, False)
+
+
+def _margin_range(algorithm: str, params: Mapping[str, Any]) -> tuple[float, float, bool]:
+    """The first searched range of ``margin``, linear from 0 (off): TrueSkill's rating
+    units per point up to one beta; Elo's multiplier weight up to 2; the Weng-Lin margin
+    (points) up to 4."""
+    if algorithm == "trueskill":
+        return (0.0, float(params.get("beta", 25.0 / 6.0)), False)
+    if algorithm == "elo":
+        return (0.0, 2.0, False)
+    return (0.0, 4.0, False)
+
+
+def fitted_ranges(name: str, *, advantage: bool = False, margin: bool = False) -> dict[str, Range]:
     """The parameters fitted for an algorithm or preset and their first searched ranges.
 
     TrueSkill: beta, tau, draw_probability; the Weng-Lin models (Plackett-Luce,
     Bradley-Terry, Thurstone-Mosteller): beta, tau; Glicko-2: tau and the prior's deviation
     and volatility; the Elo family: k_factor, from 1/20 to 8 times the configuration's own.
-    Each may be widened up to its documented range.
+    With ``advantage`` (the matches give advantage shares), also ``advantage``, linearly
+    from -1/2 to 3/2 performance deviations. With ``margin`` (the matches give scores),
+    also ``margin`` where the algorithm has one (``_margin_range``). Each may be widened up
+    to its documented range.
     """
     algorithm, params = resolve(name)
     if algorithm == "trueskill":
@@ -258,6 +291,10 @@ def fitted_ranges(name: str) -> dict[str, Range]:
         k = float(params.get("k_factor", 32.0))
         first = {"k_factor": (k / 20.0, k * 8.0, True)}
     specs = {spec.name: spec for spec in parameters(algorithm)}
+    if advantage:
+        first = {"advantage": _advantage_range(algorithm, params), **first}
+    if margin and "margin" in specs:
+        first = {"margin": _margin_range(algorithm, params), **first}
     ranges = {}
     for key, (low, high, log) in first.items():
         spec = specs[key]
@@ -331,10 +368,16 @@ def problem(
     split = int(len(matches) * train_fraction)
     if split < 1 or split >= len(matches):
         raise ValueError(f"{len(matches)} matches cannot be split at {train_fraction}")
-    draw = empirical_draw_probability(matches[:split])
+    train = matches[:split]
+    draw = empirical_draw_probability(train)
     algorithm, base = resolve(name, params, draw_probability=draw)
     start_params = dict(build(name, base).params)
-    return Problem(name, algorithm, base, start_params, fitted_ranges(name), split)
+    ranges = fitted_ranges(
+        name,
+        advantage=any(m.advantage is not None for m in train),
+        margin=any(m.scores is not None for m in train),
+    )
+    return Problem(name, algorithm, base, start_params, ranges, split)
 
 
 def objective(

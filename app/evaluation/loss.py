@@ -7,10 +7,11 @@ probability) one match at a time; here the matches are rated by the replay engin
 ``app.rating.replay`` (the ladders' own, vectorised for the core models; the same numbers
 to rounding, see its module), which also gives every participant's rating before its
 match, and the loss is then summed from those ratings with the model's own two-team
-``win_probabilities``, exactly as ``predict`` sums it: per match, over every decisive
-pair of teams, -log P(the better-ranked team beats the other), P clipped to
-[``EPS``, 1 - ``EPS``]; then the sum over the matches divided by the number of decisive
-pairs.
+``win_probabilities`` (with the teams' advantage shares), exactly as ``predict`` sums it:
+per match, over every decisive pair of teams, -log P(the better-ranked team beats the
+other), P clipped to [``EPS``, 1 - ``EPS``]; then the sum over the matches divided by the
+number of decisive pairs. A match given by scores is rated from its scores, as
+``predict`` rates it (the margin a model may learn from).
 
 When the replay refuses a match (a ``RatingInputError``: ``predict`` then leaves the
 ratings as they were and goes on) or its arithmetic fails, the loss is ``predict``'s own.
@@ -36,7 +37,10 @@ class PairLoss:
     def __init__(self, matches: Sequence[Match], players: int) -> None:
         self.matches = matches
         self.players = players
-        self._replay = [ReplayMatch(m.teams, m.ranks, m.weights) for m in matches]
+        self._replay = [
+            ReplayMatch(m.teams, m.ranks, m.weights, advantage=m.advantage, scores=m.scores)
+            for m in matches
+        ]
         sizes = [sum(len(team) for team in m.teams) for m in matches]
         self._offsets = [0, *np.cumsum(sizes, dtype=np.int64).tolist()]
 
@@ -69,6 +73,7 @@ class PairLoss:
                 teams.append([Rating(mu[i], sigma[i]) for i in range(at, at + len(team))])
                 at += len(team)
             weights = m.weights
+            shares = m.advantage
             total = 0.0
             count = 0
             for a in range(k - 1):
@@ -77,10 +82,11 @@ class PairLoss:
                         continue
                     count += 1
                     if k == 2:
-                        p = win_probabilities(teams, weights)[0]
+                        p = win_probabilities(teams, weights, shares)[0]
                     else:
                         w2 = None if weights is None else [weights[a], weights[b]]
-                        p = win_probabilities([teams[a], teams[b]], w2)[0]
+                        s2 = None if shares is None else [shares[a], shares[b]]
+                        p = win_probabilities([teams[a], teams[b]], w2, s2)[0]
                     q = p if ranks[a] < ranks[b] else 1.0 - p
                     total -= math.log(min(max(q, EPS), 1.0 - EPS))
             losses[n] = total

@@ -3,7 +3,8 @@
 The measures are those of ``rating-models.md`` section 5 (the TrueSkill paper, section 4.1):
 
 - Prediction error: before each match the teams are ordered by their mean team
-  performance sum_i w_i mu_i (the mean of t_j in the paper's Figure 1; for Elo the sum
+  performance sum_i w_i mu_i plus the team's advantage, if any (the mean of t_j in the
+  paper's Figure 1; for Elo the sum
   of the members' ratings, the Gaussian Elo's team performance, with which the paper's
   published Elo numbers for team modes are reproduced to 0.01 points, while the team
   mean that Elo's own win probability compares gives 3 to 5 points worse there); over
@@ -119,10 +120,12 @@ def predict(
     unrated = 0
     win_probabilities = model.win_probabilities
     rate = model.rate
+    size = float(model.params.get("advantage", 0.0))
     for pos, m in enumerate(matches):
         teams = [[table[i] for i in team] for team in m.teams]
         ranks = m.ranks
         weights = m.weights
+        shares = m.advantage
         k = len(teams)
         # Mean team performance.
         if weights is None:
@@ -132,6 +135,8 @@ def predict(
                 sum(w * r[0] for w, r in zip(ws, team, strict=True))
                 for ws, team in zip(weights, teams, strict=True)
             ]
+        if shares is not None and size:
+            strength = [s + size * a for s, a in zip(strength, shares, strict=True)]
         bad = 0
         even = 0
         count = 0
@@ -154,15 +159,15 @@ def predict(
         tied[pos] = even
         pairs[pos] = count
         drawn[pos] = ties
-        quality[pos] = model.quality(teams, weights)
+        quality[pos] = model.quality(teams, weights, shares)
         if k == 2 and ranks[0] != ranks[1]:
-            p = win_probabilities(teams, weights)[0]
+            p = win_probabilities(teams, weights, shares)[0]
             p_first[pos] = p
             first_won[pos] = 1.0 if ranks[0] < ranks[1] else 0.0
         if losses is not None and count:
             total = 0.0
             if k == 2:
-                p = win_probabilities(teams, weights)[0]
+                p = win_probabilities(teams, weights, shares)[0]
                 total = -math.log(_clip(p if ranks[0] < ranks[1] else 1.0 - p))
             else:
                 for a in range(k - 1):
@@ -170,11 +175,15 @@ def predict(
                         if ranks[a] == ranks[b]:
                             continue
                         w2 = None if weights is None else [weights[a], weights[b]]
-                        p = win_probabilities([teams[a], teams[b]], w2)[0]
+                        s2 = None if shares is None else [shares[a], shares[b]]
+                        p = win_probabilities([teams[a], teams[b]], w2, s2)[0]
                         total -= math.log(_clip(p if ranks[a] < ranks[b] else 1.0 - p))
             losses[pos] = total
         try:
-            new = rate(teams, ranks=ranks, weights=weights)
+            if m.scores is not None:
+                new = rate(teams, scores=m.scores, weights=weights, advantage=shares)
+            else:
+                new = rate(teams, ranks=ranks, weights=weights, advantage=shares)
         except RatingInputError:
             unrated += 1
         else:

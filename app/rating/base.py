@@ -3,7 +3,9 @@
 Conventions (``rating-models.md``): a match has k >= 2 teams of >= 1 player each;
 ``ranks[j]`` lower is better and equal ranks are a draw; ``scores[j]`` higher is better;
 with neither, teams are listed winner first. ``weights[j][i]`` in [0, 1] is the partial
-play of player i in team j.
+play of player i in team j. ``advantage[j]`` in [0, 1] is team j's share of the
+model's ``advantage`` (home ground, first move, white): it adds ``advantage * share`` to
+the team's mean performance in the update, the quality and every prediction.
 """
 
 from __future__ import annotations
@@ -177,6 +179,50 @@ def check_weights(teams: Teams, weights: Weights | None) -> list[list[float]] | 
     return None if all_one else out
 
 
+def check_advantage(n_teams: int, advantage: Sequence[float] | None) -> list[float] | None:
+    """Validate advantage shares: one finite number in [0, 1] per team.
+
+    Returns ``None`` when there are none or every share is 0 (nothing changes).
+    """
+    if advantage is None:
+        return None
+    if len(advantage) != n_teams:
+        raise RatingInputError(
+            "advantage", f"expected {n_teams} values (one per team), got {len(advantage)}"
+        )
+    out: list[float] = []
+    for a in advantage:
+        if isinstance(a, bool) or not isinstance(a, int | float) or not _isfinite(a):
+            raise RatingInputError("advantage", f"every share must be a finite number, got {a!r}")
+        if not 0.0 <= a <= 1.0:
+            raise RatingInputError("advantage", f"every share must be in [0, 1], got {a!r}")
+        out.append(float(a))
+    return out if any(out) else None
+
+
+def team_offsets(
+    size: float, n_teams: int, advantage: Sequence[float] | None
+) -> list[float] | None:
+    """What each team's mean performance gains: ``size`` times its advantage share.
+
+    ``None`` when no team gains anything (no shares, all 0, or a ``size`` of 0), so a
+    model takes exactly its path without advantage. The shares are checked either way.
+    """
+    shares = check_advantage(n_teams, advantage)
+    if shares is None or size == 0.0:
+        return None
+    return [size * a for a in shares]
+
+
+def shifted(teams: Teams, offsets: Sequence[float]) -> list[list[Rating]]:
+    """``teams`` with every member's mean moved by its team's offset (sigma kept).
+
+    For models whose team strength is the (weighted) mean of its members' ratings, this
+    moves each team's strength by exactly its offset.
+    """
+    return [[Rating(r[0] + o, r[1]) for r in team] for team, o in zip(teams, offsets, strict=True)]
+
+
 def check_positive(name: str, value: float, *, allow_zero: bool = False) -> float:
     """Validate a model parameter: a finite number > 0 (or >= 0 with ``allow_zero``)."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not _isfinite(value):
@@ -235,6 +281,7 @@ class RatingModel(Protocol):
         ranks: Sequence[float] | None = None,
         scores: Sequence[float] | None = None,
         weights: Weights | None = None,
+        advantage: Sequence[float] | None = None,
     ) -> list[list[Rating]]:
         """New ratings after a match, in the shape of ``teams``; inputs are not mutated."""
         ...
@@ -245,14 +292,29 @@ class RatingModel(Protocol):
         """The fast path for the most common match: new (winner, loser) ratings."""
         ...
 
-    def quality(self, teams: Teams, weights: Weights | None = None) -> float:
+    def quality(
+        self,
+        teams: Teams,
+        weights: Weights | None = None,
+        advantage: Sequence[float] | None = None,
+    ) -> float:
         """How balanced the match is, in (0, 1]; 1 is a perfectly even match."""
         ...
 
-    def win_probabilities(self, teams: Teams, weights: Weights | None = None) -> list[float]:
+    def win_probabilities(
+        self,
+        teams: Teams,
+        weights: Weights | None = None,
+        advantage: Sequence[float] | None = None,
+    ) -> list[float]:
         """The probability of each team finishing first; they sum to 1."""
         ...
 
-    def draw_probability(self, teams: Teams, weights: Weights | None = None) -> float | None:
+    def draw_probability(
+        self,
+        teams: Teams,
+        weights: Weights | None = None,
+        advantage: Sequence[float] | None = None,
+    ) -> float | None:
         """The probability of a draw where the model defines one, else ``None``."""
         ...

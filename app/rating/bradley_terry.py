@@ -19,6 +19,13 @@ numbers agree), which widens the paper's neighbours: the teams up to ``window_si
 places away in the finishing order (ties in their listed order) count, and the sums are
 averaged over them instead of added. ``window_size`` 1 with two teams is the paper's.
 
+Margin of victory (``openskill``'s ``margin`` option, not in the paper): with scores, a
+pair whose scores differ by more than the margin is compared on its mean difference
+divided by the factor f_iq = log(1 + |s_i - s_q| / margin) (``weng_lin.margin_factor``),
+p_iq = 1 / (1 + exp(-(theta_i - theta_q) / f_iq / c_iq)); c_iq, s and gamma_iq are
+unchanged. A large win over an expected loser then counts as less expected (p_iq nearer
+1/2) and moves both more; a pair differing by the margin or less, or tied, is unchanged.
+
 p_iq is a logistic evaluated on the side where exp cannot overflow, so every output is
 finite for finite input.
 """
@@ -71,7 +78,7 @@ class BradleyTerryFull(WengLin):
     r"""The Bayesian Bradley-Terry model with full pairing (Weng and Lin, Algorithm 1).
 
     Parameters: those of the family (``WengLin``: mu, sigma, beta, tau, kappa,
-    limit_sigma) with the defaults of ``rating-models.md`` section 7.
+    limit_sigma, advantage, margin) with the defaults of ``rating-models.md`` section 7.
     """
 
     name: str = "bradley_terry_full"
@@ -79,14 +86,18 @@ class BradleyTerryFull(WengLin):
     __slots__ = ()
 
     def _team_steps(
-        self, theta: list[float], var: list[float], ranks: list[float] | None
+        self,
+        theta: list[float],
+        var: list[float],
+        ranks: list[float] | None,
+        factors: list[list[float]] | None = None,
     ) -> tuple[list[float], list[float]]:
         """Omega_i / sigma_i^2 = sum_q (s - p_iq) / c_iq and Delta_i / sigma_i^2 =
         sigma_i sum_q p_iq (1 - p_iq) / c_iq^3 over every other team q.
 
         Each pair is evaluated once: c_qi = c_iq, p_qi = 1 - p_iq (taken from the same
-        logistic, without cancellation) and s_qi = 1 - s_iq; every team still adds its
-        terms in the order of q.
+        logistic, without cancellation; f_qi = f_iq) and s_qi = 1 - s_iq; every team still
+        adds its terms in the order of q.
         """
         k = len(theta)
         two_beta2 = 2.0 * self._beta2
@@ -96,10 +107,14 @@ class BradleyTerryFull(WengLin):
             ti = theta[i]
             vi = var[i]
             ri = i if ranks is None else ranks[i]
+            row = None if factors is None else factors[i]
             for q in range(i + 1, k):
                 c2 = vi + var[q] + two_beta2
                 c = _sqrt(c2)
-                d = (ti - theta[q]) / c
+                diff = ti - theta[q]
+                if row is not None:
+                    diff /= row[q]
+                d = diff / c
                 if d >= 0.0:
                     t = _exp(-d)
                     p = 1.0 / (1.0 + t)
@@ -139,8 +154,13 @@ class BradleyTerryPart(WengLin):
         kappa: float = 1e-4,
         limit_sigma: bool = False,
         window_size: float = 4,
+        advantage: float = 0.0,
+        *,
+        margin: float = 0.0,
     ) -> None:
-        super().__init__(mu, sigma, beta, tau, kappa, limit_sigma)
+        super().__init__(
+            mu, sigma, beta, tau, kappa, limit_sigma, advantage=advantage, margin=margin
+        )
         self._window = check_window(window_size)
 
     @property
@@ -149,7 +169,11 @@ class BradleyTerryPart(WengLin):
         return {**super().params, "window_size": float(self._window)}
 
     def _team_steps(
-        self, theta: list[float], var: list[float], ranks: list[float] | None
+        self,
+        theta: list[float],
+        var: list[float],
+        ranks: list[float] | None,
+        factors: list[list[float]] | None = None,
     ) -> tuple[list[float], list[float]]:
         """The full-pairing sums over the neighbours within the window, averaged."""
         k = len(theta)
@@ -162,6 +186,7 @@ class BradleyTerryPart(WengLin):
             ti = theta[i]
             vi = var[i]
             ri = pos if ranks is None else ranks[i]
+            row = None if factors is None else factors[i]
             om = 0.0
             de = 0.0
             lo = pos - window if pos > window else 0
@@ -172,7 +197,10 @@ class BradleyTerryPart(WengLin):
                 q = order[qpos]
                 c2 = vi + var[q] + two_beta2
                 c = _sqrt(c2)
-                p, pq = _terms((ti - theta[q]) / c)
+                diff = ti - theta[q]
+                if row is not None:
+                    diff /= row[q]
+                p, pq = _terms(diff / c)
                 rq = qpos if ranks is None else ranks[q]
                 s = 1.0 if rq > ri else (0.5 if rq == ri else 0.0)
                 om += (s - p) / c

@@ -111,8 +111,10 @@ from app.rating.base import (
     check_teams,
     check_weights,
     outcome_ranks,
+    shifted,
+    team_offsets,
 )
-from app.rating.params import MAX_LENGTH, MAX_MEAN, MIN_LENGTH, Parameter
+from app.rating.params import ADVANTAGE, MAX_LENGTH, MAX_MEAN, MIN_LENGTH, Parameter
 from app.rating.quality import entrant_quality, gaussian_win_probabilities
 from app.rating.thurstone import order_log_likelihood
 
@@ -181,6 +183,16 @@ PARAMETERS: Final = (
         "pairwise_mean",
         "Matches of 3+ teams or of teams: pairwise_mean, pairwise_sum or full.",
         choices=MULTIPLAYER,
+    ),
+    ADVANTAGE,
+    Parameter(
+        "margin",
+        0.0,
+        "Margin of victory: with scores, a two-team match won by N points moves the "
+        "ratings 1 + margin * ln N times as far (N >= 1; 0: off).",
+        "",
+        0.0,
+        100.0,
     ),
 )
 
@@ -273,6 +285,15 @@ class Elo:
     - ``beta`` (the paper's beta, 200): the Gaussian performance standard deviation.
     - ``rule`` ("classic"): "classic" K (S - P) or "mle" (Kerby's likelihood gradient).
     - ``multiplayer`` ("pairwise_mean"): "pairwise_mean", "pairwise_sum" or "full".
+    - ``advantage`` (0): rating points a team with a full advantage share plays above its
+      rating (the World Football Elo ratings use 100 for the home side): every member of
+      team j plays at r + advantage * a_j in its duels, and the team's mean likewise.
+    - ``margin`` (0): the margin-of-victory multiplier. A two-team match given with
+      ``scores`` and won by N = |s_1 - s_2| points moves every rating by G = 1 + margin
+      * ln(max(N, 1)) times the usual delta (a draw: G = 1). The World Football Elo
+      ratings (eloratings.net) multiply K by 1, 1.5, 1.75 and 1.875 for wins by 1, 2, 3
+      and 4 goals; margin 0.72 gives 1, 1.50, 1.79 and 2.00, and FiveThirtyEight's Elo
+      uses the same logarithmic shape, ln(N + 1).
 
     Raises ``RatingInputError`` naming the offending argument.
     """
@@ -288,6 +309,8 @@ class Elo:
         beta: float = 200.0,
         rule: str = "classic",
         multiplayer: str = "pairwise_mean",
+        advantage: float = 0.0,
+        margin: float = 0.0,
     ) -> None:
         self._initial = check_finite("initial", initial)
         if abs(self._initial) > MAX_ABS_RATING:
@@ -298,6 +321,8 @@ class Elo:
         self._beta = check_positive("beta", beta)
         self._rule = _choice("rule", rule, RULES)
         self._multiplayer = _choice("multiplayer", multiplayer, MULTIPLAYER)
+        self._advantage = check_finite("advantage", advantage)
+        self._margin = check_positive("margin", margin, allow_zero=True)
         self._logistic = self._model == "logistic"
         # ln 10 / scale: logistic ratings to Kerby's rho.
         self._rho_per_point = _LN10 / self._scale
@@ -318,6 +343,8 @@ class Elo:
             "beta": self._beta,
             "rule": self._rule,
             "multiplayer": self._multiplayer,
+            "advantage": self._advantage,
+            "margin": self._margin,
         }
 
     @property
@@ -407,25 +434,37 @@ class Elo:
         ranks: Sequence[float] | None = None,
         scores: Sequence[float] | None = None,
         weights: Weights | None = None,
+        advantage: Sequence[float] | None = None,
     ) -> list[list[Rating]]:
-        """New ratings after a match, in the shape of ``teams``; inputs are not mutated."""
+        """New ratings after a match, in the shape of ``teams``; inputs are not mutated.
+
+        With ``advantage``, every duel and the team means are taken at the ratings the
+        teams play at (``shifted``); the deltas are added to the ratings themselves.
+        """
         check_teams(teams, bayesian=False)
         team_ranks = outcome_ranks(len(teams), ranks, scores)
         ws = check_weights(teams, weights)
         _check_range(teams)
+        offsets = team_offsets(self._advantage, len(teams), advantage)
+        played = teams if offsets is None else shifted(teams, offsets)
+        gain = 1.0
+        if self._margin > 0.0 and scores is not None and len(teams) == 2:
+            won_by = abs(float(scores[0]) - float(scores[1]))
+            if won_by > 1.0:
+                gain = 1.0 + self._margin * math.log(won_by)
         if ws is None and len(teams) == 2 and len(teams[0]) == 1 and len(teams[1]) == 1:
-            a = teams[0][0].mu
-            b = teams[1][0].mu
             ra, rb = team_ranks
             score = 1.0 if ra < rb else (0.0 if ra > rb else 0.5)
-            d = self._duel(score, a - b)
-            return [[Rating(a + d, 0.0)], [Rating(b - d, 0.0)]]
+            d = gain * self._duel(score, played[0][0].mu - played[1][0].mu)
+            return [[Rating(teams[0][0].mu + d, 0.0)], [Rating(teams[1][0].mu - d, 0.0)]]
         if self._multiplayer == "full":
-            deltas = self._full_deltas(teams, team_ranks, ws)
+            deltas = self._full_deltas(played, team_ranks, ws)
         elif sum(len(team) for team in teams) <= _SMALL_MATCH:
-            deltas = self._pairwise_deltas_small(teams, team_ranks, ws)
+            deltas = self._pairwise_deltas_small(played, team_ranks, ws)
         else:
-            deltas = self._pairwise_deltas(teams, team_ranks, ws)
+            deltas = self._pairwise_deltas(played, team_ranks, ws)
+        if gain != 1.0:
+            deltas = [[gain * float(d) for d in row] for row in deltas]
         return [
             [Rating(r.mu + float(d), 0.0) for r, d in zip(team, row, strict=True)]
             for team, row in zip(teams, deltas, strict=True)
@@ -555,17 +594,33 @@ class Elo:
 
     # ------------------------------------------------------------------ predictions
 
-    def win_probabilities(self, teams: Teams, weights: Weights | None = None) -> list[float]:
-        """P(each team finishes first), summing to 1; each team rated by its (weighted) mean.
+    def _entrants(
+        self, teams: Teams, weights: Weights | None, advantage: Sequence[float] | None
+    ) -> list[float]:
+        """Checked teams as the ratings they play at: (weighted) mean plus advantage."""
+        check_teams(teams, bayesian=False)
+        ws = check_weights(teams, weights)
+        _check_range(teams)
+        team_rating, _ = _team_ratings(teams, ws)
+        offsets = team_offsets(self._advantage, len(teams), advantage)
+        if offsets is not None:
+            team_rating = [r + o for r, o in zip(team_rating, offsets, strict=True)]
+        return team_rating
+
+    def win_probabilities(
+        self,
+        teams: Teams,
+        weights: Weights | None = None,
+        advantage: Sequence[float] | None = None,
+    ) -> list[float]:
+        """P(each team finishes first), summing to 1; each team rated by its (weighted) mean
+        plus its advantage.
 
         Two teams: the model's P(i beats j). More: logistic, the Plackett-Luce first-place
         probability softmax(rho); Gaussian, P(N(R_j, beta^2) is the highest), by
         ``gaussian_win_probabilities``.
         """
-        check_teams(teams, bayesian=False)
-        ws = check_weights(teams, weights)
-        _check_range(teams)
-        team_rating, _ = _team_ratings(teams, ws)
+        team_rating = self._entrants(teams, weights, advantage)
         if self._logistic:
             rho = np.asarray(team_rating, dtype=np.float64) * self._rho_per_point
             if len(teams) == 2:
@@ -580,7 +635,12 @@ class Elo:
             return [p, 1.0 - p]
         return gaussian_win_probabilities(team_rating, [self._beta * self._beta] * len(teams))
 
-    def quality(self, teams: Teams, weights: Weights | None = None) -> float:
+    def quality(
+        self,
+        teams: Teams,
+        weights: Weights | None = None,
+        advantage: Sequence[float] | None = None,
+    ) -> float:
         """Match quality on the team model of ``win_probabilities``, in (0, 1].
 
         Each team plays as one entrant rated by its (weight-averaged) mean R_j, as in
@@ -591,16 +651,16 @@ class Elo:
         |P(1 beats 2) - 1/2| for both models (exp(-z^2/2) with P = Phi(z) for the gaussian
         model), so a 2 v 1 of equal ratings is even (q = 1, P = 1/2), whatever the sizes.
         """
-        check_teams(teams, bayesian=False)
-        ws = check_weights(teams, weights)
-        _check_range(teams)
-        team_rating, _ = _team_ratings(teams, ws)
-        return entrant_quality(team_rating, self.quality_beta)
+        return entrant_quality(self._entrants(teams, weights, advantage), self.quality_beta)
 
-    def draw_probability(self, teams: Teams, weights: Weights | None = None) -> float | None:
+    def draw_probability(
+        self,
+        teams: Teams,
+        weights: Weights | None = None,
+        advantage: Sequence[float] | None = None,
+    ) -> float | None:
         """None: the Elo models here have no draw model (a draw is scored S = 1/2)."""
-        check_teams(teams, bayesian=False)
-        check_weights(teams, weights)
+        self._entrants(teams, weights, advantage)
         return None
 
 

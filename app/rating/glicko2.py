@@ -83,8 +83,9 @@ from app.rating.base import (
     check_teams,
     check_weights,
     outcome_ranks,
+    team_offsets,
 )
-from app.rating.params import MAX_LENGTH, MAX_MEAN, MIN_LENGTH, Parameter
+from app.rating.params import ADVANTAGE, MAX_LENGTH, MAX_MEAN, MIN_LENGTH, Parameter
 from app.rating.quality import entrant_quality
 
 __all__ = [
@@ -162,6 +163,7 @@ PARAMETERS: Final = (
         0.0,
         100.0,
     ),
+    ADVANTAGE,
 )
 
 _Q: Final = 1.0 / SCALE
@@ -281,7 +283,9 @@ class Glicko2:
     Parameters (``rating-models.md`` section 6, Glickman's symbols): ``rating`` (r_0),
     ``deviation`` (RD_0) and ``volatility`` (sigma_0) of a new player; ``tau`` the system
     constant; ``deviation_per_day`` the growth of RD with time away (``age``);
-    ``conservative_k`` the k of the leaderboard's conservative rating r - k RD. Ratings
+    ``conservative_k`` the k of the leaderboard's conservative rating r - k RD;
+    ``advantage`` the rating points a team with a full advantage share plays above its
+    rating (its players' expected scores and its composite are taken there). Ratings
     are ``VolatileRating`` (mu = r, sigma = RD, volatility); a plain ``Rating`` given as
     input has the prior volatility. Raises ``RatingInputError`` naming the argument.
     """
@@ -296,6 +300,7 @@ class Glicko2:
         tau: float = 0.5,
         deviation_per_day: float = 0.0,
         conservative_k: float = DEFAULT_CONSERVATIVE_K,
+        advantage: float = 0.0,
     ) -> None:
         self._rating = check_finite("rating", rating)
         if abs(self._rating) > MAX_ABS_RATING:
@@ -307,6 +312,7 @@ class Glicko2:
             "deviation_per_day", deviation_per_day, allow_zero=True
         )
         self._conservative_k = check_positive("conservative_k", conservative_k, allow_zero=True)
+        self._advantage = check_finite("advantage", advantage)
 
     @property
     def params(self) -> dict[str, float | str]:
@@ -318,6 +324,7 @@ class Glicko2:
             "tau": self._tau,
             "deviation_per_day": self._deviation_per_day,
             "conservative_k": self._conservative_k,
+            "advantage": self._advantage,
         }
 
     @property
@@ -455,14 +462,24 @@ class Glicko2:
         ranks: Sequence[float] | None = None,
         scores: Sequence[float] | None = None,
         weights: Weights | None = None,
+        advantage: Sequence[float] | None = None,
     ) -> list[list[Rating]]:
         """New ratings after a match, in the shape of ``teams``; inputs are not mutated.
 
         The match is one rating period for each player in it: one game against every
         other team's composite opponent (module docstring), partial play scaling the
-        player's games; a player of weight 0 has an empty period.
+        player's games; a player of weight 0 has an empty period. With ``advantage`` a
+        player's expected score is taken at r + o_j against composites at R_k + o_k, o the
+        teams' advantages; the update moves r itself.
         """
-        if weights is None and len(teams) == 2 and len(teams[0]) == 1 and len(teams[1]) == 1:
+        offsets = team_offsets(self._advantage, len(teams), advantage)
+        if (
+            offsets is None
+            and weights is None
+            and len(teams) == 2
+            and len(teams[0]) == 1
+            and len(teams[1]) == 1
+        ):
             # One on one: rate_1vs1 checks the two ratings (errors named "teams" here).
             ra, rb = outcome_ranks(2, ranks, scores)
             try:
@@ -481,13 +498,17 @@ class Glicko2:
         composites = _composites(players, ws)
         out: list[list[Rating]] = []
         for j, team in enumerate(players):
-            # The games of team j's players: against each other team's composite.
+            # The games of team j's players: against each other team's composite, its
+            # advantage over them counted against them (r - r_k taken as r - (r_k - o_j
+            # + o_k)).
             games: list[tuple[float, float, float]] = []
             for k, (r_k, phi2_k) in enumerate(composites):
                 if k == j:
                     continue
                 rank_j, rank_k = team_ranks[j], team_ranks[k]
                 s = 1.0 if rank_j < rank_k else (0.0 if rank_j > rank_k else 0.5)
+                if offsets is not None:
+                    r_k = r_k + (offsets[k] - offsets[j])
                 games.append((r_k, _g(phi2_k), s))
             row: list[Rating] = []
             for i, (r, rd, vol) in enumerate(team):
@@ -504,21 +525,32 @@ class Glicko2:
 
     # ------------------------------------------------------------------ predictions
 
-    def _entrants(self, teams: Teams, weights: Weights | None) -> tuple[list[float], float]:
-        """Each team's composite rating and g(phi_c) of the combined deviation (module)."""
+    def _entrants(
+        self, teams: Teams, weights: Weights | None, advantage: Sequence[float] | None
+    ) -> tuple[list[float], float]:
+        """Each team's composite rating (plus its advantage) and g(phi_c) of the combined
+        deviation (module)."""
         check_teams(teams, bayesian=True)
         ws = check_weights(teams, weights)
+        offsets = team_offsets(self._advantage, len(teams), advantage)
         players = [[self._unpack(f"teams[{j}]", p) for p in team] for j, team in enumerate(teams)]
         composites = _composites(players, ws)
         ratings = [r for r, _ in composites]
+        if offsets is not None:
+            ratings = [r + o for r, o in zip(ratings, offsets, strict=True)]
         phi2 = [p for _, p in composites]
         pair = len(composites) == 2
         combined = phi2[0] + phi2[1] if pair else 2.0 * math.fsum(phi2) / len(phi2)
         return ratings, _g(combined)
 
-    def win_probabilities(self, teams: Teams, weights: Weights | None = None) -> list[float]:
+    def win_probabilities(
+        self,
+        teams: Teams,
+        weights: Weights | None = None,
+        advantage: Sequence[float] | None = None,
+    ) -> list[float]:
         """P(each team finishes first), summing to 1 (module docstring, "Predictions")."""
-        ratings, g = self._entrants(teams, weights)
+        ratings, g = self._entrants(teams, weights, advantage)
         if len(ratings) == 2:
             p, _ = _expected(g * (ratings[0] - ratings[1]) * _Q)
             return [p, 1.0 - p]
@@ -530,10 +562,15 @@ class Glicko2:
 
     def quality_beta(self, teams: Teams, weights: Weights | None = None) -> float:
         """The performance deviation of ``quality``: 2 * 173.7178 / (sqrt(pi) g(phi_c))."""
-        _, g = self._entrants(teams, weights)
+        _, g = self._entrants(teams, weights, None)
         return _TWO_OVER_SQRT_PI * SCALE / g
 
-    def quality(self, teams: Teams, weights: Weights | None = None) -> float:
+    def quality(
+        self,
+        teams: Teams,
+        weights: Weights | None = None,
+        advantage: Sequence[float] | None = None,
+    ) -> float:
         """Match quality on the entrants of ``win_probabilities``, in (0, 1].
 
         q = exp(-sum_j (R_j - R_bar)^2 / (2 beta^2)) (``entrant_quality``) with
@@ -542,12 +579,17 @@ class Glicko2:
         q = exp(-z^2 / 2) where P(1 beats 2) = 1 / (1 + e^-(sqrt(8/pi) z)) to first order,
         so q falls as the chances move away from even.
         """
-        ratings, g = self._entrants(teams, weights)
+        ratings, g = self._entrants(teams, weights, advantage)
         return entrant_quality(ratings, _TWO_OVER_SQRT_PI * SCALE / g)
 
-    def draw_probability(self, teams: Teams, weights: Weights | None = None) -> float | None:
+    def draw_probability(
+        self,
+        teams: Teams,
+        weights: Weights | None = None,
+        advantage: Sequence[float] | None = None,
+    ) -> float | None:
         """None: Glicko-2 has no draw model (a draw is scored 1/2)."""
-        self._entrants(teams, weights)
+        self._entrants(teams, weights, advantage)
         return None
 
     # ------------------------------------------------------------------ input

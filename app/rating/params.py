@@ -29,7 +29,7 @@ from typing import Final
 
 from app.rating.base import CONSERVATIVE_K
 
-__all__ = ["LADDER_PARAMETERS", "MAX_LENGTH", "MAX_MEAN", "MIN_LENGTH", "Parameter"]
+__all__ = ["ADVANTAGE", "LADDER_PARAMETERS", "MAX_LENGTH", "MAX_MEAN", "MIN_LENGTH", "Parameter"]
 
 #: The largest |mean| of a prior or a seeded rating.
 MAX_MEAN: Final = 1e9
@@ -128,4 +128,16 @@ LADDER_PARAMETERS: Final = (
         0.0,
         100.0,
     ),
+)
+
+
+#: Every model's size of the advantage a match may give a team (``base.team_offsets``).
+ADVANTAGE: Final = Parameter(
+    "advantage",
+    0.0,
+    "What a team with a full advantage share (home ground, first move) adds to its mean "
+    "performance, in rating units; 0 turns it off, a negative value is a disadvantage.",
+    "",
+    -MAX_LENGTH,
+    MAX_LENGTH,
 )

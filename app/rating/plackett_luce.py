@@ -24,6 +24,17 @@ The numbers agree with the ``openskill`` package's ``PlackettLuce`` built with t
 parameters and no other options; where that package departs from the paper the departure
 is followed and written down at the method concerned (partial play: ``rate``).
 
+Margin of victory (``openskill``'s ``margin`` option, not in the paper): with scores, each
+team's mean in the worths exp(theta_i / c) is moved before the sums are taken,
+
+    theta_i' = theta_i - 1/n_i sum_{q : s_q != s_i} (theta_i - theta_q) (f_iq - 1),
+
+n_i the number of teams whose score differs from team i's and f_iq = log(1 + |s_i - s_q| /
+margin) when that difference exceeds the margin, else 1 (``weng_lin.margin_factor``); c,
+gamma_i and the final step are unchanged. For two teams the mean difference in the
+worths becomes (theta_1 - theta_2)(3 - 2 f): it shrinks as the factor grows, and past
+f = 3/2 (a difference above (e^1.5 - 1) margin, about 3.5 margins) it changes sign.
+
 Numerics: the worths are never formed directly (exp(theta/c) overflows for mean gaps of
 about 700 c). When all exponents theta/c lie within 600 of each other they are shifted by
 the largest one, which leaves every shifted worth a normal float; otherwise every p_{i,q}
@@ -34,8 +45,9 @@ Either way each p lies in [0, 1] for any finite input and every output is finite
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
-from app.rating.base import Rating, Teams, Weights, check_teams, check_weights
+from app.rating.base import Rating, Teams, Weights
 from app.rating.weng_lin import PARAMETERS as _FAMILY_PARAMETERS
 from app.rating.weng_lin import WengLin, checked_rating
 
@@ -152,11 +164,33 @@ def _many_teams(x: list[float], ranks: list[float] | None) -> tuple[list[float],
     return omega, delta
 
 
+def _margin_means(
+    theta: list[float], ranks: list[float], factors: list[list[float]]
+) -> list[float]:
+    """The team means moved by the margin factors: theta_i minus the mean over the teams q
+    with another score of (theta_i - theta_q)(f_iq - 1) (``openskill``'s adjusted mean)."""
+    k = len(theta)
+    moved = list(theta)
+    for i in range(k):
+        ti = theta[i]
+        ri = ranks[i]
+        row = factors[i]
+        shift = 0.0
+        n = 0
+        for q in range(k):
+            if ranks[q] != ri:
+                shift += (ti - theta[q]) * (row[q] - 1.0)
+                n += 1
+        if n:
+            moved[i] = ti - shift / n
+    return moved
+
+
 class PlackettLuce(WengLin):
     r"""The Bayesian Plackett-Luce model (Weng and Lin 2011, Algorithm 4).
 
     Parameters: those of the family (``WengLin``: mu, sigma, beta, tau, kappa,
-    limit_sigma), with the defaults of ``rating-models.md`` section 3.
+    limit_sigma, advantage, margin), with the defaults of ``rating-models.md`` section 3.
 
     Ranks are compared as given. ``openskill`` truncates ranks to integers before
     comparing them (so 0.5 and 0.7 tie there); with integer ranks, or with scores, the
@@ -228,7 +262,11 @@ class PlackettLuce(WengLin):
         )
 
     def _team_steps(
-        self, theta: list[float], var: list[float], ranks: list[float] | None
+        self,
+        theta: list[float],
+        var: list[float],
+        ranks: list[float] | None,
+        factors: list[list[float]] | None = None,
     ) -> tuple[list[float], list[float]]:
         """Algorithm 4's Omega_i / sigma_i^2 and Delta_i / sigma_i^2 per team.
 
@@ -236,7 +274,12 @@ class PlackettLuce(WengLin):
         group has the same C_q, so the group's A_q terms add up to one term, giving
         Omega_i = sigma_i^2/c (1/A_{g(i)} - sum_{g <= g(i)} p_{i,g}) and
         Delta_i = gamma_i sigma_i^2/c^2 sum_{g <= g(i)} p_{i,g} (1 - p_{i,g}).
+
+        With margin ``factors`` (the ranks are then the negated scores) the worths use the
+        moved means of the module's margin paragraph.
         """
+        if factors is not None and ranks is not None:
+            theta = _margin_means(theta, ranks, factors)
         k = len(theta)
         c2 = k * self._beta2
         for v in var:
@@ -258,7 +301,12 @@ class PlackettLuce(WengLin):
 
     # ------------------------------------------------------------------ predictions
 
-    def win_probabilities(self, teams: Teams, weights: Weights | None = None) -> list[float]:
+    def win_probabilities(
+        self,
+        teams: Teams,
+        weights: Weights | None = None,
+        advantage: Sequence[float] | None = None,
+    ) -> list[float]:
         """P(team j finishes first) under the Plackett-Luce model itself, one per team.
 
         P(j first) = exp(theta_j / c) / sum_i exp(theta_i / c), the first factor of the
@@ -267,24 +315,12 @@ class PlackettLuce(WengLin):
         largest exponent (log-sum-exp), so it never overflows; the values sum to 1.
         With partial play, theta_j = sum_i w_i mu_i and sigma_j^2 = sum_i w_i^2 sigma_i^2
         (the raw weights in [0, 1]: a prediction, not the update's rescaled weights).
-        Beliefs are used as they are: no dynamics tau is added.
+        Beliefs are used as they are: no dynamics tau is added. A team's advantage adds to
+        its theta_j.
         """
-        check_teams(teams, bayesian=True)
-        w = check_weights(teams, weights)
+        theta, var = self._prediction_sums(teams, weights, advantage)
         c2 = len(teams) * self._beta2
-        theta: list[float] = []
-        for j, team in enumerate(teams):
-            m = 0.0
-            v = 0.0
-            if w is None:
-                for mu, sigma in team:
-                    m += mu
-                    v += sigma * sigma
-            else:
-                for (mu, sigma), wt in zip(team, w[j], strict=True):
-                    m += wt * mu
-                    v += wt * wt * sigma * sigma
-            theta.append(m)
+        for v in var:
             c2 += v
         c = _sqrt(c2)
         x = [t / c for t in theta]

@@ -28,6 +28,7 @@ from app.rating.base import (
     RatingModel,
     Teams,
     Weights,
+    check_advantage,
     check_positive,
     check_teams,
     check_weights,
@@ -57,7 +58,12 @@ MIN_TEAM_VARIANCE = 1e-150
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
-def match_quality(teams: Teams, weights: list[list[float]] | None, beta: float) -> float:
+def match_quality(
+    teams: Teams,
+    weights: list[list[float]] | None,
+    beta: float,
+    offsets: Sequence[float] | None = None,
+) -> float:
     """The paper's match quality (equation 7, generalised), in (0, 1].
 
     ``rating-models.md`` section 1: with A the (players x (k-1)) matrix of signed partial-play
@@ -75,6 +81,8 @@ def match_quality(teams: Teams, weights: list[list[float]] | None, beta: float) 
     space in O(players), so it neither overflows nor underflows for 64 teams; for 1 vs 1
     it is equation 7: sqrt(2 beta^2 / c^2) exp(-(mu_1 - mu_2)^2 / (2 c^2)),
     c^2 = 2 beta^2 + sigma_1^2 + sigma_2^2.
+
+    ``offsets`` (the teams' advantages) add to the team means m_j.
 
     A quality that underflows is returned as ``QUALITY_FLOOR`` (the smallest positive
     normal float). Raises ``RatingInputError`` for invalid teams, weights or beta, and for a
@@ -111,7 +119,7 @@ def match_quality(teams: Teams, weights: list[list[float]] | None, beta: float) 
             )
         b[j] = beta2 * sw2
         v[j] = b[j] + ss
-        m[j] = sm
+        m[j] = sm if offsets is None else sm + offsets[j]
     if k == 2:
         vt = v[0] + v[1]
         d = m[0] - m[1]
@@ -277,29 +285,35 @@ def ranks_from_pairwise(table: Sequence[Sequence[float]]) -> list[PredictedRank]
 
 
 def predict_rank(
-    model: RatingModel, teams: Teams, weights: Weights | None = None
+    model: RatingModel,
+    teams: Teams,
+    weights: Weights | None = None,
+    advantage: Sequence[float] | None = None,
 ) -> list[PredictedRank]:
     """The predicted finishing order of ``teams`` under ``model``, one entry per team.
 
     A model with a ``predict_rank`` method of its own (the Weng-Lin models: openskill's
     definition) answers with it. Any other model gets the same construction from its own
     win probabilities: P(i beats j) is ``model.win_probabilities`` of the two teams alone
-    (with their weights), and ``ranks_from_pairwise`` turns the table into ranks.
+    (with their weights and advantages), and ``ranks_from_pairwise`` turns the table into
+    ranks.
     """
     own = getattr(model, "predict_rank", None)
     if callable(own):
-        result: list[PredictedRank] = own(teams, weights)
+        result: list[PredictedRank] = own(teams, weights, advantage)
         return result
     k = len(teams)
     if k < 2:
         raise RatingInputError("teams", f"a match needs at least two teams, got {k}")
     if weights is not None and len(weights) != k:
         raise RatingInputError("weights", f"expected {k} teams of weights, got {len(weights)}")
+    shares = check_advantage(k, advantage)
     table = [[0.0] * k for _ in range(k)]
     for i in range(k):
         for j in range(i + 1, k):
             pair_weights = None if weights is None else [weights[i], weights[j]]
-            p_i, p_j = model.win_probabilities([teams[i], teams[j]], pair_weights)
+            pair_shares = None if shares is None else [shares[i], shares[j]]
+            p_i, p_j = model.win_probabilities([teams[i], teams[j]], pair_weights, pair_shares)
             table[i][j] = p_i
             table[j][i] = p_j
     return ranks_from_pairwise(table)

@@ -85,13 +85,18 @@ class ReplayMatch:
     ``teams[j][i]`` is a player's index into the ratings table; ``ranks`` lower is better
     (``None``: teams listed winner first); ``weights`` partial play in the shape of
     ``teams`` (``None``: everyone played fully); ``day`` when it was played, in days from
-    any fixed epoch (only differences matter, for ``tau_per_day``).
+    any fixed epoch (only differences matter, for ``tau_per_day``); ``advantage`` each
+    team's share of the model's advantage (``None``: no team has any); ``scores`` the
+    teams' scores when the match was given by them (higher is better; ``ranks`` then holds
+    them negated), for a model with a ``margin``.
     """
 
     teams: Sequence[Sequence[int]]
     ranks: Sequence[float] | None = None
     weights: Sequence[Sequence[float]] | None = None
     day: float = 0.0
+    advantage: Sequence[float] | None = None
+    scores: Sequence[float] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +199,9 @@ def replay(
     ``app.rating._vector``: two teams for every model, three or more for Plackett-Luce
     and pairwise Elo. The rest (TrueSkill's message passing and whole-order Elo for three
     or more teams, groups under ``MIN_BLOCK``, replays under ``MIN_FAST_MATCHES``, models
-    of other classes) goes through ``model.rate`` one match at a time.
+    of other classes) goes through ``model.rate`` one match at a time, and so does a
+    replay in which an advantage or a margin counts (a model with a nonzero ``advantage``
+    and a match giving shares, or a nonzero ``margin`` and a match given by scores).
 
     Raises ``RatingInputError`` naming the argument: ``mu``, ``sigma``, ``last_day``,
     ``tau_per_day``, or ``matches[i].<argument>`` for match i (its ``teams``, ``ranks``,
@@ -220,6 +227,8 @@ def replay(
             model, mu_t, sigma_t, day_t, matches, tau_per_day, with_quality, vol_t
         )
     kernel = kernel_for(model)
+    if kernel is not None and _side_information_counts(model, matches):
+        kernel = None
     if kernel is not None and len(matches) >= MIN_FAST_MATCHES:
         try:
             engine = _Engine(model, kernel, mu_t.copy(), sigma_t.copy(), day_t.copy(), tau_per_day)
@@ -229,6 +238,17 @@ def replay(
             # below gives the same numbers, or the error naming the first bad match.
             pass
     return _replay_one_by_one(model, mu_t, sigma_t, day_t, matches, tau_per_day, with_quality)
+
+
+def _side_information_counts(model: RatingModel, matches: Sequence[ReplayMatch]) -> bool:
+    """Whether a match of ``matches`` gives an advantage or scores that ``model`` counts."""
+    params = model.params
+    advantage = bool(params.get("advantage"))
+    margin = bool(params.get("margin"))
+    return any(
+        (advantage and m.advantage is not None) or (margin and m.scores is not None)
+        for m in matches
+    )
 
 
 def _replay_one_by_one(
@@ -279,8 +299,15 @@ def _replay_one_by_one(
             teams.append(team)
         try:
             if with_quality:
-                quality.append(model.quality(teams, match.weights))
-            new = model.rate(teams, ranks=match.ranks, weights=match.weights)
+                quality.append(model.quality(teams, match.weights, match.advantage))
+            if match.scores is not None:
+                new = model.rate(
+                    teams, scores=match.scores, weights=match.weights, advantage=match.advantage
+                )
+            else:
+                new = model.rate(
+                    teams, ranks=match.ranks, weights=match.weights, advantage=match.advantage
+                )
         except RatingInputError as exc:
             raise RatingInputError(f"matches[{index}].{exc.argument}", exc.message) from None
         for row, new_row in zip(players, new, strict=True):

@@ -27,6 +27,11 @@ straight line -x +- t once the draw mass is below 1e-5 (for the default paramete
 between teams about 3.4 c_iq apart, where that line is off by about 1/|x|). Away from
 those regions the two agree to 1e-9.
 
+Margin of victory (``openskill``'s ``margin`` option, not in the paper): with scores, a
+pair whose scores differ by more than the margin is compared at x / f_iq, f_iq =
+log(1 + |s_i - s_q| / margin) (``weng_lin.margin_factor``), with the same t = epsilon /
+c_iq, c_iq and gamma_iq; a pair differing by the margin or less, or tied, is unchanged.
+
 ``ThurstoneMostellerPart`` follows ``openskill``'s ``ThurstoneMostellerPart``: the teams up
 to ``window_size`` places away in the finishing order are compared (ties in their listed
 order), the sums are averaged over them, c_iq is twice the full-pairing one, and a team
@@ -67,7 +72,8 @@ class ThurstoneMostellerFull(WengLin):
     r"""The Bayesian Thurstone-Mosteller model with full pairing (Weng and Lin, Algorithm 3).
 
     Parameters: those of the family (``WengLin``: mu, sigma, beta, tau, kappa,
-    limit_sigma) and ``epsilon`` (:math:`\epsilon`, 0.1): the draw margin of a comparison.
+    limit_sigma, advantage, margin) and ``epsilon`` (:math:`\epsilon`, 0.1): the draw
+    margin of a comparison.
     """
 
     name: str = "thurstone_mosteller_full"
@@ -86,8 +92,13 @@ class ThurstoneMostellerFull(WengLin):
         kappa: float = 1e-4,
         limit_sigma: bool = False,
         epsilon: float = 0.1,
+        advantage: float = 0.0,
+        *,
+        margin: float = 0.0,
     ) -> None:
-        super().__init__(mu, sigma, beta, tau, kappa, limit_sigma)
+        super().__init__(
+            mu, sigma, beta, tau, kappa, limit_sigma, advantage=advantage, margin=margin
+        )
         self._epsilon = check_positive("epsilon", epsilon, allow_zero=True)
 
     @property
@@ -96,12 +107,15 @@ class ThurstoneMostellerFull(WengLin):
         return {**super().params, "epsilon": self._epsilon}
 
     def _pair(
-        self, ti: float, vi: float, ri: float, tq: float, vq: float, rq: float
+        self, ti: float, vi: float, ri: float, tq: float, vq: float, rq: float, f: float = 1.0
     ) -> tuple[float, float]:
-        """The terms of one comparison: (Omega_i / sigma_i^2, Delta_i / sigma_i^3)."""
+        """The terms of one comparison: (Omega_i / sigma_i^2, Delta_i / sigma_i^3); ``f``
+        the pair's margin factor."""
         c2 = vi + vq + 2.0 * self._beta2
         c = _sqrt(c2) * self._C_FACTOR
         x = (ti - tq) / c
+        if f != 1.0:
+            x /= f
         t = self._epsilon / c
         if rq > ri:
             v, one_minus_w = trunc_win(x, t)
@@ -113,12 +127,17 @@ class ThurstoneMostellerFull(WengLin):
         return v / c, (1.0 - one_minus_w) / (c * c * c)
 
     def _team_steps(
-        self, theta: list[float], var: list[float], ranks: list[float] | None
+        self,
+        theta: list[float],
+        var: list[float],
+        ranks: list[float] | None,
+        factors: list[list[float]] | None = None,
     ) -> tuple[list[float], list[float]]:
         """Sum the comparisons with every other team q.
 
         Each pair is evaluated once: q's comparison with i is i's seen from the other
-        side, V(-x) of the opposite outcome = -V(x) and the same W (V~ odd, W~ even).
+        side, V(-x) of the opposite outcome = -V(x) and the same W (V~ odd, W~ even;
+        f_qi = f_iq).
         """
         k = len(theta)
         om = [0.0] * k
@@ -128,8 +147,11 @@ class ThurstoneMostellerFull(WengLin):
             ti = theta[i]
             vi = var[i]
             ri = i if ranks is None else ranks[i]
+            row = None if factors is None else factors[i]
             for q in range(i + 1, k):
-                a, b = pair(ti, vi, ri, theta[q], var[q], q if ranks is None else ranks[q])
+                rq = q if ranks is None else ranks[q]
+                f = 1.0 if row is None else row[q]
+                a, b = pair(ti, vi, ri, theta[q], var[q], rq, f)
                 om[i] += a
                 om[q] -= a
                 de[i] += b
@@ -161,8 +183,21 @@ class ThurstoneMostellerPart(ThurstoneMostellerFull):
         limit_sigma: bool = False,
         epsilon: float = 0.1,
         window_size: float = 4,
+        advantage: float = 0.0,
+        *,
+        margin: float = 0.0,
     ) -> None:
-        super().__init__(mu, sigma, beta, tau, kappa, limit_sigma, epsilon)
+        super().__init__(
+            mu,
+            sigma,
+            beta,
+            tau,
+            kappa,
+            limit_sigma,
+            epsilon,
+            advantage=advantage,
+            margin=margin,
+        )
         self._window = check_window(window_size)
 
     @property
@@ -171,7 +206,11 @@ class ThurstoneMostellerPart(ThurstoneMostellerFull):
         return {**super().params, "window_size": float(self._window)}
 
     def _team_steps(
-        self, theta: list[float], var: list[float], ranks: list[float] | None
+        self,
+        theta: list[float],
+        var: list[float],
+        ranks: list[float] | None,
+        factors: list[list[float]] | None = None,
     ) -> tuple[list[float], list[float]]:
         """The comparisons with the neighbours within the window, averaged."""
         k = len(theta)
@@ -184,6 +223,7 @@ class ThurstoneMostellerPart(ThurstoneMostellerFull):
             ti = theta[i]
             vi = var[i]
             ri = pos if ranks is None else ranks[i]
+            row = None if factors is None else factors[i]
             om = 0.0
             de = 0.0
             lo = pos - window if pos > window else 0
@@ -191,7 +231,9 @@ class ThurstoneMostellerPart(ThurstoneMostellerFull):
             for qpos in range(lo, hi):
                 if qpos != pos:
                     q = order[qpos]
-                    a, b = pair(ti, vi, ri, theta[q], var[q], qpos if ranks is None else ranks[q])
+                    rq = qpos if ranks is None else ranks[q]
+                    f = 1.0 if row is None else row[q]
+                    a, b = pair(ti, vi, ri, theta[q], var[q], rq, f)
                     om += a
                     de += b
             n = hi - lo - 1

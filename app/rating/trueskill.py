@@ -34,9 +34,10 @@ from app.rating.base import (
     check_teams,
     check_weights,
     outcome_ranks,
+    team_offsets,
 )
 from app.rating.gaussian import interval_probability, ppf, trunc_draw, trunc_win
-from app.rating.params import MAX_LENGTH, MAX_MEAN, MIN_LENGTH, Parameter
+from app.rating.params import ADVANTAGE, MAX_LENGTH, MAX_MEAN, MIN_LENGTH, Parameter
 from app.rating.quality import MIN_TEAM_VARIANCE, gaussian_win_probabilities, match_quality
 
 __all__ = [
@@ -100,6 +101,16 @@ PARAMETERS = (
         "",
         0.0,
         MAX_DRAW_PROBABILITY,
+    ),
+    ADVANTAGE,
+    Parameter(
+        "margin",
+        0.0,
+        "Rating units per point of score difference: with scores, a two-team match is "
+        "the Gaussian observation t_1 - t_2 = margin * (s_1 - s_2) (0: off, the order only).",
+        "",
+        0.0,
+        MAX_LENGTH,
     ),
 )
 
@@ -165,6 +176,13 @@ class TrueSkill:
     ``draw_probability`` in [0, 1), the chance that two even teams draw, which fixes the
     draw margin eps = Phi^-1((draw_probability + 1) / 2) sqrt(n_1 + n_2) beta for two
     compared teams of n_1 and n_2 players (the paper's section 4.1).
+    ``advantage`` what a team with a full advantage share adds to its mean performance
+    m_j = sum w mu, in the update, the quality and every prediction.
+    ``margin`` (0: off) the rating units one point of score difference stands for: a
+    two-team match given with ``scores`` then observes the difference of the team
+    performances, t_1 - t_2 = margin * (s_1 - s_2), instead of only its sign (the linear
+    Gaussian update of ``_observe_two``). A goal-difference model of this kind is one of
+    the ways TrueSkill 2 (Minka, Cleven and Zaykov 2018, section 4) learns from scores.
     ``ep_tolerance`` and ``ep_max_rounds`` bound the message passing for 3+ teams.
     """
 
@@ -177,6 +195,8 @@ class TrueSkill:
         beta: float = DEFAULT_BETA,
         tau: float = DEFAULT_TAU,
         draw_probability: float = DEFAULT_DRAW_PROBABILITY,
+        advantage: float = 0.0,
+        margin: float = 0.0,
         *,
         ep_tolerance: float = EP_TOLERANCE,
         ep_max_rounds: int = EP_MAX_ROUNDS,
@@ -195,6 +215,8 @@ class TrueSkill:
                 f"got {draw_probability!r}",
             )
         self._draw_probability = draw_probability
+        self._advantage = check_finite("advantage", advantage)
+        self._margin = check_positive("margin", margin, allow_zero=True)
         self._ep_tolerance = check_positive("ep_tolerance", ep_tolerance)
         if (
             isinstance(ep_max_rounds, bool)
@@ -214,13 +236,15 @@ class TrueSkill:
 
     @property
     def params(self) -> dict[str, float | str]:
-        """The five model parameters with their values."""
+        """The model parameters with their values."""
         return {
             "mu": self._mu,
             "sigma": self._sigma,
             "beta": self._beta,
             "tau": self._tau,
             "draw_probability": self._draw_probability,
+            "advantage": self._advantage,
+            "margin": self._margin,
         }
 
     def rating(self, mu: float | None = None, sigma: float | None = None) -> Rating:
@@ -250,6 +274,7 @@ class TrueSkill:
         ranks: Sequence[float] | None = None,
         scores: Sequence[float] | None = None,
         weights: Weights | None = None,
+        advantage: Sequence[float] | None = None,
     ) -> list[list[Rating]]:
         """New ratings after a match, in the shape and order of ``teams``.
 
@@ -257,6 +282,7 @@ class TrueSkill:
         neither, teams are listed winner first. ``weights[j][i]`` in [0, 1] is partial play:
         a player with weight 0 only receives the dynamics tau. Raises ``RatingInputError``
         naming the argument; a team whose weights are all 0 is rejected ("weights").
+        ``advantage``: each team's share; ``advantage`` times it adds to the team's m_j.
         """
         check_teams(teams, bayesian=True)
         k = len(teams)
@@ -266,34 +292,56 @@ class TrueSkill:
             for j, row in enumerate(ws):
                 if not any(row):
                     raise RatingInputError("weights", f"every weight of team {j} is 0")
+        offsets = team_offsets(self._advantage, k, advantage)
         if k == 2:
+            if self._margin > 0.0 and scores is not None:
+                gap = self._margin * (float(scores[0]) - float(scores[1]))
+                return self._observe_two(teams, ws, gap, offsets)
             if rank[1] < rank[0]:
                 flipped = None if ws is None else [ws[1], ws[0]]
-                b_new, a_new = self._rate_two((teams[1], teams[0]), flipped, False)
+                swapped = None if offsets is None else [offsets[1], offsets[0]]
+                b_new, a_new = self._rate_two((teams[1], teams[0]), flipped, False, swapped)
                 return [a_new, b_new]
-            return self._rate_two(teams, ws, rank[0] == rank[1])
-        return self._rate_many(teams, rank, ws)
+            return self._rate_two(teams, ws, rank[0] == rank[1], offsets)
+        return self._rate_many(teams, rank, ws, offsets)
 
-    def quality(self, teams: Teams, weights: Weights | None = None) -> float:
+    def quality(
+        self,
+        teams: Teams,
+        weights: Weights | None = None,
+        advantage: Sequence[float] | None = None,
+    ) -> float:
         """The paper's match quality (equation 7, generalised to any teams), in (0, 1]."""
         check_teams(teams, bayesian=True)
         ws = check_weights(teams, weights)
-        return match_quality(teams, ws, self._beta)
+        offsets = team_offsets(self._advantage, len(teams), advantage)
+        return match_quality(teams, ws, self._beta, offsets)
 
-    def win_probabilities(self, teams: Teams, weights: Weights | None = None) -> list[float]:
+    def win_probabilities(
+        self,
+        teams: Teams,
+        weights: Weights | None = None,
+        advantage: Sequence[float] | None = None,
+    ) -> list[float]:
         """P(team j finishes first) with team performance N(m_j, s_j^2).
 
-        ``rating-models.md`` section 1: m_j = sum w mu, s_j^2 = sum w^2 (sigma^2 + beta^2).
+        ``rating-models.md`` section 1: m_j = sum w mu (plus the team's advantage),
+        s_j^2 = sum w^2 (sigma^2 + beta^2).
         """
-        means, variances = self._team_performances(teams, weights)
+        means, variances = self._team_performances(teams, weights, advantage)
         return gaussian_win_probabilities(means, variances)
 
-    def draw_probability(self, teams: Teams, weights: Weights | None = None) -> float | None:
+    def draw_probability(
+        self,
+        teams: Teams,
+        weights: Weights | None = None,
+        advantage: Sequence[float] | None = None,
+    ) -> float | None:
         """P(|t_1 - t_2| <= eps) for two teams, eps the draw margin for their player counts.
 
         With more than two teams the model defines no single draw event: ``None``.
         """
-        means, variances = self._team_performances(teams, weights)
+        means, variances = self._team_performances(teams, weights, advantage)
         if len(teams) != 2:
             return None
         eps = self.draw_margin(len(teams[0]) + len(teams[1]))
@@ -304,10 +352,11 @@ class TrueSkill:
     # -- internals ----------------------------------------------------------------------
 
     def _team_performances(
-        self, teams: Teams, weights: Weights | None
+        self, teams: Teams, weights: Weights | None, advantage: Sequence[float] | None
     ) -> tuple[list[float], list[float]]:
         check_teams(teams, bayesian=True)
         ws = check_weights(teams, weights)
+        offsets = team_offsets(self._advantage, len(teams), advantage)
         beta2 = self._beta2
         means: list[float] = []
         variances: list[float] = []
@@ -320,17 +369,64 @@ class TrueSkill:
                 s2 += w * w * (sigma * sigma + beta2)
             if s2 < MIN_TEAM_VARIANCE:
                 _reject_team_variance(s2, ws is not None)
-            means.append(m)
+            means.append(m if offsets is None else m + offsets[j])
             variances.append(s2)
         return means, variances
+
+    def _observe_two(
+        self,
+        teams: Teams,
+        ws: Sequence[Sequence[float]] | None,
+        gap: float,
+        offsets: Sequence[float] | None,
+    ) -> list[list[Rating]]:
+        """Two teams whose performance difference t_1 - t_2 = ``gap`` was observed.
+
+        d = t_1 - t_2 ~ N(m_1 - m_2, c^2) with c^2 = s_1^2 + s_2^2 (skill variances after
+        dynamics plus beta^2 per player, weighted), and the skills are jointly Gaussian
+        with it, so the posterior is exact (a Kalman update): with r = gap - (m_1 - m_2),
+        mu_i += +-w_i v_i r / c^2 and v_i *= 1 - w_i^2 v_i / c^2, which stays in (0, 1]
+        as w_i^2 v_i < c^2.
+        """
+        tau2 = self._tau2
+        extra = tau2 + self._beta2
+        sums = []
+        for j, team in enumerate(teams):
+            m = s2 = 0.0
+            if ws is None:
+                for mu, sigma in team:
+                    m += mu
+                    s2 += sigma * sigma + extra
+            else:
+                for (mu, sigma), w in zip(team, ws[j], strict=True):
+                    m += w * mu
+                    s2 += w * w * (sigma * sigma + extra)
+            if s2 < MIN_TEAM_VARIANCE:
+                _reject_team_variance(s2, ws is not None)
+            sums.append((m if offsets is None else m + offsets[j], s2))
+        c2 = sums[0][1] + sums[1][1]
+        move = (gap - (sums[0][0] - sums[1][0])) / c2
+        out: list[list[Rating]] = []
+        for j, team in enumerate(teams):
+            sign = move if j == 0 else -move
+            row = None if ws is None else ws[j]
+            new: list[Rating] = []
+            for i, (mu, sigma) in enumerate(team):
+                w = 1.0 if row is None else row[i]
+                var = sigma * sigma + tau2
+                new.append(Rating(mu + w * var * sign, _sqrt(var * (1.0 - w * w * var / c2))))
+            out.append(new)
+        return out
 
     def _rate_two(
         self,
         teams: Teams,
         ws: Sequence[Sequence[float]] | None,
         drawn: bool,
+        offsets: Sequence[float] | None = None,
     ) -> list[list[Rating]]:
-        """The exact update for two teams, the first not worse than the second.
+        """The exact update for two teams, the first not worse than the second; ``offsets``
+        (the teams' advantages) add to m_1 and m_2.
 
         With c^2 = s_1^2 + s_2^2, t = (m_1 - m_2) / c, e = eps / c (paper, section 3):
         mu_i += +-w_i v_i V(t, e) / c and v_i *= 1 - w_i^2 v_i W(t, e) / c^2, v_i the
@@ -357,6 +453,9 @@ class TrueSkill:
                 sb += w * w * (sigma * sigma + extra)
         if sa < MIN_TEAM_VARIANCE or sb < MIN_TEAM_VARIANCE:
             _reject_team_variance(sa if sa < MIN_TEAM_VARIANCE else sb, ws is not None)
+        if offsets is not None:
+            ma += offsets[0]
+            mb += offsets[1]
         c2 = sa + sb
         c = _sqrt(c2)
         t = (ma - mb) / c
@@ -399,7 +498,11 @@ class TrueSkill:
         return out
 
     def _rate_many(
-        self, teams: Teams, rank: list[float], ws: list[list[float]] | None
+        self,
+        teams: Teams,
+        rank: list[float],
+        ws: list[list[float]] | None,
+        offsets: list[float] | None = None,
     ) -> list[list[Rating]]:
         """Expectation propagation for three or more teams (the paper's Figure 1 schedule).
 
@@ -416,7 +519,7 @@ class TrueSkill:
         the product with the prior, simplified exactly.
         """
         order = sorted(range(len(teams)), key=rank.__getitem__)
-        graph = self._factor_graph(teams, rank, ws, order)
+        graph = self._factor_graph(teams, rank, ws, order, offsets)
         return self._skills_up(teams, ws, order, graph, *self._pass_messages(graph))
 
     def _factor_graph(
@@ -425,6 +528,7 @@ class TrueSkill:
         rank: list[float],
         ws: list[list[float]] | None,
         order: list[int],
+        offsets: list[float] | None = None,
     ) -> _FactorGraph:
         """The team priors by place (teams in rank order) and the steps of the two sweeps.
 
@@ -458,6 +562,8 @@ class TrueSkill:
                     s2 += w * w * (sigma * sigma + extra)
             if s2 < MIN_TEAM_VARIANCE:
                 _reject_team_variance(s2, ws is not None)
+            if offsets is not None:
+                m += offsets[j]
             mean.append(m)
             var.append(s2)
             if pos:

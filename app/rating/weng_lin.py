@@ -15,7 +15,8 @@ and moves every player j of team i by the same final step (Algorithms 1 to 4, th
 
 Only Omega_i and Delta_i differ between the algorithms (``WengLin._team_steps``); the
 team aggregation, the outcome (ranks, scores, ties), partial play, the dynamics, kappa,
-``limit_sigma`` and the predictions live here once.
+``limit_sigma``, the margin of victory's factors (``WengLin.margin_factors``) and the
+predictions live here once.
 
 The numbers agree with the ``openskill`` package's models of the same names built with the
 same parameters; where that package departs from the paper the departure is followed and
@@ -38,16 +39,31 @@ from app.rating.base import (
     check_teams,
     check_weights,
     outcome_ranks,
+    team_offsets,
 )
 from app.rating.gaussian import ppf
-from app.rating.params import MAX_LENGTH, MAX_MEAN, MIN_LENGTH, Parameter
+from app.rating.params import ADVANTAGE, MAX_LENGTH, MAX_MEAN, MIN_LENGTH, Parameter
 from app.rating.quality import PredictedRank, match_quality, ranks_from_pairwise
 
-__all__ = ["MIN_KAPPA", "PARAMETERS", "WengLin", "partial_play"]
+__all__ = ["MARGIN", "MIN_KAPPA", "PARAMETERS", "WengLin", "margin_factor", "partial_play"]
 
 #: The smallest variance floor a ladder accepts: one match then shrinks a deviation by at
 #: most a factor sqrt(1e-12) = 1e-6, so no sigma can fall out of the float range.
 MIN_KAPPA = 1e-12
+
+#: The largest margin of victory a ladder accepts, in the units of its scores.
+MAX_MARGIN = 1e6
+
+MARGIN = Parameter(
+    "margin",
+    0.0,
+    "Score difference beyond which a win counts as impressive: a pair of teams whose "
+    "scores differ by D > margin enters the update with the factor log(1 + D / margin) "
+    "(openskill's option; only matches given with scores; 0 turns it off).",
+    "",
+    0.0,
+    MAX_MARGIN,
+)
 
 #: The parameters every model of the family has, with the ranges a ladder accepts.
 PARAMETERS = (
@@ -92,9 +108,14 @@ PARAMETERS = (
         "",
         boolean=True,
     ),
+    ADVANTAGE,
+    MARGIN,
 )
 
 _sqrt = math.sqrt
+_log = math.log
+_log1p = math.log1p
+_LN2 = math.log(2.0)
 _isfinite = math.isfinite
 _erfc = math.erfc
 _new_rating = tuple.__new__
@@ -129,6 +150,25 @@ def partial_play(weights: list[list[float]]) -> list[list[float]]:
     return out
 
 
+def margin_factor(a: float, b: float, margin: float) -> float:
+    """``openskill``'s factor of a pair of teams with scores (or ranks) a and b: log(1 + D /
+    margin) when their difference D = |a - b| exceeds ``margin`` > 0, else 1.
+
+    Between margin and (e - 1) margin the factor is below 1 (log 2 just past the margin),
+    beyond it above 1. Where D / margin leaves the float range (a tiny margin, or scores of
+    opposite sign near the float limit) log1p(x) equals log(x) to the last bit, computed
+    from halved scores so that D itself cannot overflow: every factor is finite, at most
+    about 1455.
+    """
+    d = abs(a - b)
+    if not d > margin:
+        return 1.0
+    x = d / margin
+    if x < math.inf:
+        return _log1p(x)
+    return _log(abs(0.5 * a - 0.5 * b)) + _LN2 - _log(margin)
+
+
 def checked_rating(rating: Rating, argument: str) -> Rating:
     """A Bayesian rating with finite mu and finite sigma > 0, else the error naming it."""
     if not isinstance(rating, Rating):
@@ -159,6 +199,14 @@ class WengLin(ABC):
       1 - sigma_ij^2 / sigma_i^2 * Delta_i, in (0, 1), so sigma stays > 0.
     - ``limit_sigma`` (false): when true a player's sigma after the match is at most its
       sigma before it, dynamics included (``openskill``'s option of that name).
+    - ``advantage`` (0): what a team with a full advantage share adds to its team mean
+      theta_j, in the update, the quality and every prediction (not in ``openskill``).
+    - ``margin`` (0: off): ``openskill``'s margin of victory. When a match is given with
+      scores, each pair of teams i, q whose scores differ by D > margin enters the update
+      with the factor f_iq = log(1 + D / margin) (``margin_factor``): the pairwise models
+      divide the pair's mean difference by it, Plackett-Luce moves each team's mean
+      (``PlackettLuce._team_steps``). Ranks alone, ties and differences up to the margin
+      change nothing.
 
     The object is immutable after construction; every method returns new values.
     """
@@ -168,7 +216,18 @@ class WengLin(ABC):
     #: (``True``) or divides by it (``False``; see ``_apply``).
     _ZERO_STEP_GAINS: bool = True
 
-    __slots__ = ("_beta", "_beta2", "_kappa", "_limit_sigma", "_mu", "_sigma", "_tau", "_tau2")
+    __slots__ = (
+        "_advantage",
+        "_beta",
+        "_beta2",
+        "_kappa",
+        "_limit_sigma",
+        "_margin",
+        "_mu",
+        "_sigma",
+        "_tau",
+        "_tau2",
+    )
 
     def __init__(
         self,
@@ -178,6 +237,9 @@ class WengLin(ABC):
         tau: float = 25.0 / 300.0,
         kappa: float = 1e-4,
         limit_sigma: bool = False,
+        *,
+        advantage: float = 0.0,
+        margin: float = 0.0,
     ) -> None:
         self._mu = check_finite("mu", mu)
         self._sigma = check_positive("sigma", sigma)
@@ -189,6 +251,8 @@ class WengLin(ABC):
         if not isinstance(limit_sigma, bool):
             raise RatingInputError("limit_sigma", f"must be true or false, got {limit_sigma!r}")
         self._limit_sigma = limit_sigma
+        self._advantage = check_finite("advantage", advantage)
+        self._margin = check_positive("margin", margin, allow_zero=True)
         # Precomputed for the hot path.
         self._beta2 = self._beta * self._beta
         self._tau2 = self._tau * self._tau
@@ -207,6 +271,8 @@ class WengLin(ABC):
             "tau": self._tau,
             "kappa": self._kappa,
             "limit_sigma": self._limit_sigma,
+            "advantage": self._advantage,
+            "margin": self._margin,
         }
 
     def rating(self, mu: float | None = None, sigma: float | None = None) -> Rating:
@@ -223,6 +289,7 @@ class WengLin(ABC):
         ranks: Sequence[float] | None = None,
         scores: Sequence[float] | None = None,
         weights: Weights | None = None,
+        advantage: Sequence[float] | None = None,
     ) -> list[list[Rating]]:
         """New ratings after one match, in the shape of ``teams``.
 
@@ -236,12 +303,42 @@ class WengLin(ABC):
         team's Omega_i >= 0, and divides them when Omega_i < 0. Weights that are all 1
         (or omitted) leave the update unweighted; there ``openskill`` would still give a
         one-player team the weight 2 if a weights argument is passed at all.
+
+        ``advantage``: each team's share; ``advantage`` times it is added to theta_j.
+
+        With a ``margin`` > 0 and ``scores``, the pairs of teams whose scores differ by
+        more than the margin enter with their factors (``margin_factors``); the advantage
+        moves the team means first, so the margin acts on the moved means.
         """
         check_teams(teams, bayesian=True)
         k = len(teams)
         r = None if ranks is None and scores is None else outcome_ranks(k, ranks, scores)
         w = check_weights(teams, weights)
-        return self._update(teams, r, None if w is None else partial_play(w))
+        offsets = team_offsets(self._advantage, k, advantage)
+        # With scores the ranks are the negated scores: |r_i - r_q| is the score difference.
+        factors = None if scores is None or r is None else self.margin_factors(r)
+        return self._update(teams, r, None if w is None else partial_play(w), offsets, factors)
+
+    def margin_factors(self, scores: Sequence[float]) -> list[list[float]] | None:
+        """The factor f_iq of every pair of teams for these scores (``margin_factor``), a
+        symmetric table with 1 on the diagonal; ``None`` when the margin is off or no pair
+        differs by more than it (then every factor is 1 and the update is the plain one).
+        """
+        m = self._margin
+        if m == 0.0:
+            return None
+        k = len(scores)
+        table: list[list[float]] | None = None
+        for i in range(k):
+            si = scores[i]
+            for q in range(i + 1, k):
+                if abs(si - scores[q]) > m:
+                    if table is None:
+                        table = [[1.0] * k for _ in range(k)]
+                    f = margin_factor(si, scores[q], m)
+                    table[i][q] = f
+                    table[q][i] = f
+        return table
 
     def rate_1vs1(
         self, winner: Rating, loser: Rating, drawn: bool = False
@@ -257,8 +354,12 @@ class WengLin(ABC):
         teams: Teams,
         ranks: list[float] | None,
         weights: list[list[float]] | None,
+        offsets: list[float] | None = None,
+        factors: list[list[float]] | None = None,
     ) -> list[list[Rating]]:
-        """The update on checked input; ``weights`` already rescaled, ``None`` if unweighted."""
+        """The update on checked input; ``weights`` already rescaled, ``None`` if unweighted;
+        ``offsets`` the teams' advantages (``None``: none); ``factors`` the margin factors
+        of the pairs (``None``: all 1)."""
         tau2 = self._tau2
         k = len(teams)
         theta = [0.0] * k  # team mean: sum of the players' mu
@@ -269,19 +370,24 @@ class WengLin(ABC):
             for mu, sigma in team:
                 m += mu
                 v += sigma * sigma + tau2
-            theta[j] = m
+            theta[j] = m if offsets is None else m + offsets[j]
             var[j] = v
-        step, shrink = self._team_steps(theta, var, ranks)
+        step, shrink = self._team_steps(theta, var, ranks, factors)
         return self._apply(teams, step, shrink, weights)
 
     @abstractmethod
     def _team_steps(
-        self, theta: list[float], var: list[float], ranks: list[float] | None
+        self,
+        theta: list[float],
+        var: list[float],
+        ranks: list[float] | None,
+        factors: list[list[float]] | None = None,
     ) -> tuple[list[float], list[float]]:
         """Per team i: (Omega_i / sigma_i^2, Delta_i / sigma_i^2) of the algorithm.
 
         ``theta`` and ``var`` are the team means and (widened) variances; ``ranks`` the
-        outcome (``None``: the listed order, every team placed below the one before it).
+        outcome (``None``: the listed order, every team placed below the one before it);
+        ``factors`` the margin factor f_iq of each pair (``None``: all 1, no margin).
         """
 
     def _apply(
@@ -330,15 +436,17 @@ class WengLin(ABC):
     # ------------------------------------------------------------------ predictions
 
     def _prediction_sums(
-        self, teams: Teams, weights: Weights | None
+        self, teams: Teams, weights: Weights | None, advantage: Sequence[float] | None
     ) -> tuple[list[float], list[float]]:
-        """Checked teams as (theta_j, sigma_j^2): sum w mu and sum w^2 sigma^2, no tau.
+        """Checked teams as (theta_j, sigma_j^2): sum w mu (plus the team's advantage) and
+        sum w^2 sigma^2, no tau.
 
         Partial play uses the raw weights in [0, 1] (a prediction, not the update's
         rescaled weights); ``openskill`` predicts without weights, which is w = 1.
         """
         check_teams(teams, bayesian=True)
         w = check_weights(teams, weights)
+        offsets = team_offsets(self._advantage, len(teams), advantage)
         theta: list[float] = []
         var: list[float] = []
         for j, team in enumerate(teams):
@@ -352,7 +460,7 @@ class WengLin(ABC):
                 for (mu, sigma), wt in zip(team, w[j], strict=True):
                     m += wt * mu
                     v += wt * wt * sigma * sigma
-            theta.append(m)
+            theta.append(m if offsets is None else m + offsets[j])
             var.append(v)
         return theta, var
 
@@ -369,7 +477,12 @@ class WengLin(ABC):
                     row[j] = _cdf((theta[i] - theta[j]) / _sqrt(two_beta2 + var[i] + var[j]))
         return table
 
-    def predict_rank(self, teams: Teams, weights: Weights | None = None) -> list[PredictedRank]:
+    def predict_rank(
+        self,
+        teams: Teams,
+        weights: Weights | None = None,
+        advantage: Sequence[float] | None = None,
+    ) -> list[PredictedRank]:
         """The predicted finishing order: per team its rank (1 is first, equal chances
         share a rank) and the probability behind it, equal to ``openskill``'s
         ``predict_rank``.
@@ -379,10 +492,15 @@ class WengLin(ABC):
         ``_pairwise``), normalised to sum to 1 (``quality.ranks_from_pairwise``).
         Beliefs are used as they are: no dynamics tau is added.
         """
-        theta, var = self._prediction_sums(teams, weights)
+        theta, var = self._prediction_sums(teams, weights, advantage)
         return ranks_from_pairwise(self._pairwise(theta, var))
 
-    def quality(self, teams: Teams, weights: Weights | None = None) -> float:
+    def quality(
+        self,
+        teams: Teams,
+        weights: Weights | None = None,
+        advantage: Sequence[float] | None = None,
+    ) -> float:
         """How balanced the match is, in (0, 1]: the TrueSkill paper's match quality.
 
         Equation 7 generalised to any teams (``rating-models.md`` section 1, computed by
@@ -392,9 +510,15 @@ class WengLin(ABC):
         for every Gaussian model. Beliefs are used as they are: no dynamics tau is added.
         """
         check_teams(teams, bayesian=True)
-        return match_quality(teams, check_weights(teams, weights), self._beta)
+        offsets = team_offsets(self._advantage, len(teams), advantage)
+        return match_quality(teams, check_weights(teams, weights), self._beta, offsets)
 
-    def draw_probability(self, teams: Teams, weights: Weights | None = None) -> float | None:
+    def draw_probability(
+        self,
+        teams: Teams,
+        weights: Weights | None = None,
+        advantage: Sequence[float] | None = None,
+    ) -> float | None:
         """The chance of a draw, equal to ``openskill``'s ``predict_draw``.
 
         With n players in all, a draw margin eps = sqrt(n) beta Phi^-1((1 + 1/n) / 2) (the
@@ -403,7 +527,7 @@ class WengLin(ABC):
         theta_j, c^2 = 2 beta^2 + sigma_i^2 + sigma_j^2; the answer is the mean over the
         pairs. Beliefs are used as they are: no dynamics tau is added.
         """
-        theta, var = self._prediction_sums(teams, weights)
+        theta, var = self._prediction_sums(teams, weights, advantage)
         n = sum(len(team) for team in teams)
         eps = _sqrt(n) * self._beta * ppf((1.0 + 1.0 / n) / 2.0)
         two_beta2 = 2.0 * self._beta2
@@ -416,13 +540,18 @@ class WengLin(ABC):
                 total += _cdf((eps - d) / c) - _cdf((-d - eps) / c)
         return total / (k * (k - 1) // 2)
 
-    def win_probabilities(self, teams: Teams, weights: Weights | None = None) -> list[float]:
+    def win_probabilities(
+        self,
+        teams: Teams,
+        weights: Weights | None = None,
+        advantage: Sequence[float] | None = None,
+    ) -> list[float]:
         """P(team j finishes first), one per team, equal to ``openskill``'s ``predict_win``.
 
         The probabilities of ``predict_rank``: for two teams P(1 beats 2) and its
         complement, for k teams the mean of each team's pairwise chances, normalised.
         """
-        theta, var = self._prediction_sums(teams, weights)
+        theta, var = self._prediction_sums(teams, weights, advantage)
         table = self._pairwise(theta, var)
         if len(teams) == 2:
             p = table[0][1]

@@ -197,7 +197,7 @@ def fit_ladder(
         raise InvalidInput(f"train_fraction: {exc}") from None
     chosen = found.chosen
     result = found.result
-    fitted = {k: float(result.params[k]) for k in _fitted_names(chosen)}
+    fitted = {k: float(result.params[k]) for k in found.fitted}
     if chosen == algorithm:
         ladder_params = full_params(chosen, {**params, **fitted})
     else:
@@ -238,12 +238,6 @@ def fit_ladder(
         applied=False,
         update=None,
     )
-
-
-def _fitted_names(name: str) -> list[str]:
-    from app.evaluation.fit import fitted_ranges
-
-    return list(fitted_ranges(name))
 
 
 def _finite(x: float | None) -> float | None:

@@ -39,10 +39,10 @@ def predict(*, session: Session, ladder: Ladder, body: QualityRequest) -> Qualit
         for team in body.teams
     ]
     try:
-        quality = config.model.quality(teams, body.weights)
-        win = config.model.win_probabilities(teams, body.weights)
-        draw = config.model.draw_probability(teams, body.weights)
-        ranks = predict_rank(config.model, teams, body.weights)
+        quality = config.model.quality(teams, body.weights, body.advantage)
+        win = config.model.win_probabilities(teams, body.weights, body.advantage)
+        draw = config.model.draw_probability(teams, body.weights, body.advantage)
+        ranks = predict_rank(config.model, teams, body.weights, body.advantage)
     except RatingInputError as exc:
         raise _invalid(exc) from None
     except NUMERIC_ERRORS as exc:

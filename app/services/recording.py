@@ -74,13 +74,16 @@ class MatchConflict(Conflict):
 
 @dataclass(frozen=True, slots=True)
 class Planned:
-    """A match to rate: its players, outcome (lower is better), weights and time."""
+    """A match to rate: its players, outcome (lower is better), weights, time, the teams'
+    advantage shares and, when the outcome was given by them, the scores."""
 
     match_id: str
     played_at: datetime
     teams: list[list[str]]
     outcome: list[float]
     weights: list[list[float]] | None
+    advantage: list[float] | None = None
+    scores: list[float] | None = None
 
 
 @dataclass
@@ -170,6 +173,8 @@ def _replay_matches(
             ranks=match.outcome,
             weights=match.weights,
             day=day_of(match.played_at),
+            advantage=match.advantage,
+            scores=match.scores,
         )
         for match in matches
     ]
@@ -428,6 +433,8 @@ def _planned(incoming: _Incoming) -> Planned:
         teams=body.teams,
         outcome=outcome(body),
         weights=body.weights,
+        advantage=body.advantage,
+        scores=body.scores,
     )
 
 

@@ -87,6 +87,8 @@ def _planned(row: MatchRow) -> Planned:
         teams=teams,
         outcome=outcome_of(request.get("ranks"), request.get("scores"), len(teams)),
         weights=request.get("weights"),
+        advantage=request.get("advantage"),
+        scores=request.get("scores"),
     )
 
 

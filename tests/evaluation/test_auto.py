@@ -23,7 +23,7 @@ from app.evaluation.fit import fit
 from app.evaluation.loss import PairLoss
 from app.evaluation.metrics import pair_log_loss, predict
 from app.evaluation.presets import NAMES, build
-from app.rating.registry import ALGORITHMS
+from app.rating.registry import ALGORITHMS, parameters
 from tests.evaluation.conftest import WriteMatches
 
 pytest.importorskip("scipy")
@@ -55,6 +55,9 @@ def _mixed(seed: int, matches: int, players: int = 16) -> list[dict[str, Any]]:
             body = {"teams": teams, "ranks": ranks}
             if shape == 2:
                 body["weights"] = [[1.0, 0.5], [0.75, 1.0]]
+            if shape == 0 and i % 8 == 0:  # goals, and the first team at home
+                goals = [max(0, round(float(x) / 8.0)) for x in perf]
+                body = {"teams": teams, "scores": goals, "advantage": [1, 0]}
         body["match_id"] = str(i)
         bodies.append(body)
     return bodies
@@ -85,13 +88,27 @@ def mixed(tmp_path_factory: pytest.TempPathFactory) -> MatchFile:
     return read_matches(path)
 
 
+@pytest.mark.parametrize("side", [False, True], ids=["plain", "advantage-and-margin"])
 @pytest.mark.parametrize("name", NAMES)
-def test_the_fit_loss_equals_predicts_pair_log_loss(mixed: MatchFile, name: str) -> None:
-    model = build(name, {"k_factor": 20.0} if name.startswith("elo") else None)
+def test_the_fit_loss_equals_predicts_pair_log_loss(
+    mixed: MatchFile, name: str, side: bool
+) -> None:
+    params: dict[str, Any] = {"k_factor": 20.0} if name.startswith("elo") else {}
+    if side:  # an advantage and a margin that count: the replay goes match by match
+        algorithm = build(name).name
+        specs = {spec.name for spec in parameters(algorithm)}
+        scale = {"elo": 40.0, "glicko2": 40.0}.get(algorithm, 1.0)
+        params["advantage"] = scale
+        if "margin" in specs:
+            params["margin"] = 0.5 if algorithm != "trueskill" else 0.2
+    model = build(name, params)
     want = pair_log_loss(predict(model, mixed.matches, len(mixed.players), pair_loss=True))
     got = PairLoss(mixed.matches, len(mixed.players))(model)
     assert math.isfinite(want)
     assert got == pytest.approx(want, rel=1e-12)
+    if side:  # the advantage and the margin made a difference
+        plain = build(name, {k: v for k, v in params.items() if k not in ("advantage", "margin")})
+        assert PairLoss(mixed.matches, len(mixed.players))(plain) != got
 
 
 def test_a_match_the_replay_refuses_is_left_unrated_as_predict_leaves_it(

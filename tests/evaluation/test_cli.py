@@ -147,7 +147,15 @@ def test_fit_improves_log_loss_on_the_training_part(write_matches: WriteMatches)
     result = fit(f, "trueskill", max_evaluations=25)
     assert result.train_matches == 200 and result.test_matches == 200
     assert result.train_loss < result.train_loss_default - 0.01
-    assert set(result.params) == {"mu", "sigma", "beta", "tau", "draw_probability"}
+    assert set(result.params) == {
+        "mu",
+        "sigma",
+        "beta",
+        "tau",
+        "draw_probability",
+        "advantage",
+        "margin",
+    }
     # Tighter performances than the default beta 25/6 describe these players.
     assert float(result.params["beta"]) < 25.0 / 6.0
     later_default = result.test["default"]["pair_log_loss"]
@@ -274,6 +282,7 @@ def test_glicko2_is_evaluated_and_fitted(
         "tau",
         "deviation_per_day",
         "conservative_k",
+        "advantage",
     }
     assert result.train_loss <= result.train_loss_default
     assert 0.1 <= float(result.params["tau"]) <= 2.0

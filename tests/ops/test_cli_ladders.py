@@ -77,6 +77,8 @@ class TestCreate:
             "beta": 4.166666666666667,
             "tau": 0.08333333333333334,
             "draw_probability": 0.05,
+            "advantage": 0.0,
+            "margin": 0.0,
             "tau_per_day": 0.01,
             "conservative_k": 3.0,
         }

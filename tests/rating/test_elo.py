@@ -111,6 +111,8 @@ class TestDefaultsAndParams:
             "beta": 200.0,
             "rule": "classic",
             "multiplayer": "pairwise_mean",
+            "advantage": 0.0,
+            "margin": 0.0,
         }
         assert Elo.name == "elo"
 

@@ -352,6 +352,7 @@ def test_the_defaults_are_glickmans() -> None:
         "tau": 0.5,
         "deviation_per_day": 0.0,
         "conservative_k": 2.0,
+        "advantage": 0.0,
     }
     assert g.rating() == VolatileRating(1500.0, 350.0, 0.06)
     assert g.conservative(g.rating()) == 800.0

@@ -56,6 +56,8 @@ def test_defaults_are_the_papers_and_openskills() -> None:
         "tau": 25.0 / 300,
         "kappa": 1e-4,
         "limit_sigma": False,
+        "advantage": 0.0,
+        "margin": 0.0,
     }
     assert model.rating() == Rating(25.0, 25.0 / 3)
     assert model.rating(mu=30.0) == Rating(30.0, 25.0 / 3)
@@ -465,6 +467,9 @@ def test_a_certain_upset_still_moves_ratings_finitely() -> None:
         ({"kappa": 0.0}, "kappa"),
         ({"kappa": 1.0}, "kappa"),
         ({"beta": True}, "beta"),
+        ({"margin": -1.0}, "margin"),
+        ({"margin": math.nan}, "margin"),
+        ({"margin": math.inf}, "margin"),
     ],
 )
 def test_invalid_parameters_name_the_argument(kwargs: dict[str, Any], argument: str) -> None:

@@ -25,7 +25,8 @@ ORACLE_MIN_DELTA = 1e-12
 
 
 def _oracle(model: TrueSkill) -> trueskill.TrueSkill:
-    return trueskill.TrueSkill(backend="scipy", **model.params)
+    params = {k: v for k, v in model.params.items() if k not in ("advantage", "margin")}
+    return trueskill.TrueSkill(backend="scipy", **params)
 
 
 def _to_oracle(teams: list[list[Rating]]) -> list[list[trueskill.Rating]]:
@@ -45,7 +46,15 @@ class TestDefaults:
         model = TrueSkill()
         assert model.name == "trueskill"
         assert model.params == pytest.approx(
-            {"mu": 25.0, "sigma": 25 / 3, "beta": 25 / 6, "tau": 25 / 300, "draw_probability": 0.10}
+            {
+                "mu": 25.0,
+                "sigma": 25 / 3,
+                "beta": 25 / 6,
+                "tau": 25 / 300,
+                "draw_probability": 0.10,
+                "advantage": 0.0,
+                "margin": 0.0,
+            }
         )
         assert model.rating() == Rating(25.0, 25 / 3)
         # The published 1 vs 1 numbers from the prior (trueskill.org / the package docs).

@@ -3,8 +3,9 @@ beside Plackett-Luce, and the options they share (``limit_sigma``, the draw prob
 the predicted finishing order).
 
 References: the ``openskill`` package's models of the same names (test-only oracles)
-through checked-in golden files (``golden/gen_weng_lin.py``) and live comparisons; the
-paper's formulas by hand for one match; properties of the update.
+through checked-in golden files (``golden/gen_weng_lin.py``, with a margin of victory
+``golden/gen_weng_lin_margin.py``) and live comparisons; the paper's formulas by hand for
+one match; properties of the update.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from app.rating import (
     predict_rank,
 )
 from app.rating.quality import PredictedRank, ranks_from_pairwise
-from app.rating.weng_lin import WengLin
+from app.rating.weng_lin import WengLin, margin_factor
 
 GOLDEN = Path(__file__).parent / "golden"
 TOL = 1e-9
@@ -81,6 +82,8 @@ def test_defaults_are_openskills(name: str) -> None:
         "tau": 25.0 / 300,
         "kappa": 1e-4,
         "limit_sigma": False,
+        "advantage": 0.0,
+        "margin": 0.0,
     }
     if name.startswith("Thurstone"):
         expected["epsilon"] = 0.1
@@ -401,3 +404,256 @@ def test_relabelling_teams_with_their_ranks_changes_nothing(cls: type[WengLin]) 
             for a, b in zip(new[j], moved[pos], strict=True):
                 assert a.mu == pytest.approx(b.mu, rel=1e-12, abs=1e-12)
                 assert a.sigma == pytest.approx(b.sigma, rel=1e-12, abs=1e-12)
+
+
+# ---------------------------------------------------------------------- margin of victory
+
+MARGIN_GOLDEN: dict[str, Any] = json.loads((GOLDEN / "weng_lin_margin.json").read_text())
+MARGIN_CASES = [
+    (name, sequence) for name, found in MARGIN_GOLDEN["models"].items() for sequence in found
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "sequence"), MARGIN_CASES, ids=[f"{n}-{s['name']}" for n, s in MARGIN_CASES]
+)
+def test_margin_golden_sequences_match_openskill(name: str, sequence: dict[str, Any]) -> None:
+    model = ALL_MODELS[name](**sequence["params"])
+    assert model.params["margin"] > 0.0
+    for match in sequence["matches"]:
+        teams = [[Rating(mu, sigma) for mu, sigma in team] for team in match["teams"]]
+        got = model.rate(teams, scores=match["scores"], weights=match.get("weights"))
+        _assert_close(got, match["expected"])
+
+
+def test_margin_golden_file_covers_what_it_claims() -> None:
+    assert MARGIN_GOLDEN["oracle"] == "openskill.models"
+    assert set(MARGIN_GOLDEN["models"]) == set(ALL_MODELS)
+    for name, found in MARGIN_GOLDEN["models"].items():
+        matches = [m for s in found for m in s["matches"]]
+        assert all("scores" in m and "ranks" not in m for m in matches)
+        assert len(matches) >= 700
+        assert max(len(m["teams"]) for m in matches) >= 12
+        assert sum("weights" in m for m in matches) > 150
+        assert {s["name"] for s in found} >= {"duels", "free_for_all", "limit_sigma"}
+        # Every regime of a pair: tied, within the margin, a factor below 1 and above 3/2.
+        regimes = {"tied": 0, "within": 0, "below_1": 0, "above_1.5": 0}
+        for s in found:
+            margin = s["params"]["margin"]
+            for m in s["matches"]:
+                sc = m["scores"]
+                for i in range(len(sc)):
+                    for q in range(i + 1, len(sc)):
+                        f = margin_factor(sc[i], sc[q], margin)
+                        if sc[i] == sc[q]:
+                            regimes["tied"] += 1
+                        elif f == 1.0:
+                            regimes["within"] += 1
+                        elif f < 1.0:
+                            regimes["below_1"] += 1
+                        elif f > 1.5:
+                            regimes["above_1.5"] += 1
+        assert min(regimes.values()) > 50, (name, regimes)
+
+
+def _margin_match(
+    rng: random.Random,
+) -> tuple[list[list[Rating]], list[float], list[list[float]] | None]:
+    """2 to 6 teams of 1 to 3 players, scores with ties, partial play in half of them."""
+    k = rng.randint(2, 6)
+    teams = [
+        [Rating(rng.uniform(20, 30), rng.uniform(1.0, 8.0)) for _ in range(rng.randint(1, 3))]
+        for _ in range(k)
+    ]
+    scores: list[float] = []
+    for n in range(k):
+        if n and rng.random() < 0.25:
+            scores.append(rng.choice(scores))
+        else:
+            scores.append(rng.choice([0.0, 1.0, 2.0, 3.0, 4.5, 7.0, 12.0, 30.0]))
+    weights = None
+    if rng.random() < 0.5:
+        weights = [[rng.choice([0.0, 0.3, 1.0, rng.random()]) for _ in t] for t in teams]
+        if all(w == 1.0 for row in weights for w in row):
+            weights[0][0] = 0.5
+    return teams, scores, weights
+
+
+def _margin_tails(name: str, oracle: Any, teams: list[list[Rating]], scores: list[float]) -> bool:
+    """Thurstone-Mosteller comparisons (divided by their margin factor) where openskill's
+    Phi has lost its digits (the margin golden generator's rule)."""
+    if not name.startswith("Thurstone"):
+        return False
+    from tests.rating.golden.gen_weng_lin_margin import _thurstone_tail
+
+    factor = 2.0 if name.endswith("Part") else 1.0
+    skip: bool = _thurstone_tail(factor)(oracle, _their_teams(oracle, teams), {"scores": scores})
+    return skip
+
+
+@pytest.mark.parametrize("name", list(ALL_MODELS))
+def test_margin_matches_openskill_on_random_matches(name: str) -> None:
+    rng = random.Random(2024)
+    compared = weighted = 0
+    for n in range(600):
+        if compared == 150:
+            break
+        params: dict[str, Any] = {"margin": rng.choice([0.5, 1.0, 2.5, 4.0])}
+        if n % 3 == 1:
+            params.update(beta=2.0, tau=0.5)
+        if name.endswith("Part"):
+            params["window_size"] = rng.randint(1, 4)
+        teams, scores, weights = _margin_match(rng)
+        oracle = _oracle(name, params)
+        if _margin_tails(name, oracle, teams, scores):
+            continue
+        outcome: dict[str, Any] = {"scores": scores}
+        if weights is not None:
+            outcome["weights"] = weights
+            weighted += 1
+        expected = oracle.rate(_their_teams(oracle, teams), **outcome)
+        got = ALL_MODELS[name](**params).rate(teams, **outcome)
+        _assert_close(got, [[[p.mu, p.sigma] for p in team] for team in expected])
+        compared += 1
+    assert compared == 150 and weighted >= 50
+
+
+@pytest.mark.parametrize("name", list(ALL_MODELS))
+def test_no_margin_or_no_scores_gives_exactly_the_plain_numbers(name: str) -> None:
+    cls = ALL_MODELS[name]
+    plain = cls(tau=0.3)
+    rng = random.Random(8)
+    for _ in range(60):
+        teams, scores, weights = _margin_match(rng)
+        ranks = [-s for s in scores]
+        expected = plain.rate(teams, scores=scores, weights=weights)
+        assert cls(tau=0.3, margin=0.0).rate(teams, scores=scores, weights=weights) == expected
+        margin = cls(tau=0.3, margin=1.5)
+        # Ranks alone, or the listed order, carry no score differences.
+        assert margin.rate(teams, ranks=ranks, weights=weights) == expected
+        assert margin.rate(teams, weights=weights) == plain.rate(teams, weights=weights)
+        # Every difference within the margin: every factor is 1.
+        wide = cls(tau=0.3, margin=max(scores) - min(scores) + 1.0)
+        assert wide.margin_factors(scores) is None
+        assert wide.rate(teams, scores=scores, weights=weights) == expected
+        a, b = teams[0][0], teams[1][0]
+        assert margin.rate_1vs1(a, b) == plain.rate_1vs1(a, b)
+
+
+def test_margin_factor_is_openskills_log1p() -> None:
+    assert margin_factor(5.0, 0.0, 1.0) == math.log1p(5.0)
+    assert margin_factor(0.0, 5.0, 2.0) == math.log1p(2.5)
+    assert margin_factor(3.0, 1.0, 2.0) == 1.0  # exactly the margin: not impressive
+    assert margin_factor(3.0, 3.0, 0.5) == 1.0
+    assert margin_factor(1.5, 0.0, 1.0) == math.log1p(1.5) < 1.0  # below (e - 1) margins
+    # Beyond the float range of D / margin: log(D / margin), still finite.
+    big = margin_factor(1e308, -1e308, 5e-324)
+    assert big == pytest.approx(math.log(2.0) + math.log(1e308) - math.log(5e-324), rel=1e-15)
+    assert margin_factor(1e-10, 0.0, 5e-324) == pytest.approx(
+        math.log(1e-10) - math.log(5e-324), rel=1e-15
+    )
+    table = BradleyTerryFull(margin=1.0).margin_factors([4.0, 1.0, 1.0])
+    assert table == [
+        [1.0, math.log1p(3.0), math.log1p(3.0)],
+        [math.log1p(3.0), 1.0, 1.0],
+        [math.log1p(3.0), 1.0, 1.0],
+    ]
+    assert BradleyTerryFull().margin_factors([4.0, 1.0]) is None
+
+
+def test_bradley_terry_margin_by_hand() -> None:
+    # A favourite wins 6-0 over margin 1: the gap 10 counts as 10 / log 7 in p.
+    model = BradleyTerryFull(tau=0.0, margin=1.0)
+    a, b = Rating(30.0, 4.0), Rating(20.0, 4.0)
+    c2 = 16.0 + 16.0 + 2 * (25 / 6) ** 2
+    c = math.sqrt(c2)
+    f = math.log(7.0)
+    p = 1.0 / (1.0 + math.exp(-(10.0 / f) / c))
+    omega = 16.0 / c * (1.0 - p)
+    delta = 4.0 / c * 16.0 / c2 * p * (1.0 - p)
+    (na,), (nb,) = model.rate([[a], [b]], scores=[6, 0])
+    assert na.mu == pytest.approx(30.0 + omega, abs=1e-12)
+    assert nb.mu == pytest.approx(20.0 - omega, abs=1e-12)
+    assert na.sigma == pytest.approx(math.sqrt(16.0 * (1.0 - delta)), abs=1e-12)
+    # A win by the margin or less is plain; just past it (factor log 2.5 < 1) the favourite
+    # gains less than plain, from (e - 1) margins on more, the more the bigger the win.
+    gains = [model.rate([[a], [b]], scores=[s, 0])[0][0].mu for s in (1, 1.5, 3, 6, 20)]
+    assert gains[0] == BradleyTerryFull(tau=0.0).rate([[a], [b]])[0][0].mu
+    assert gains[1] < gains[0] < gains[2] < gains[3] < gains[4]
+
+
+def test_plackett_luce_margin_moves_the_team_means() -> None:
+    # Two teams: each mean moves by (its gap to the other) (f - 1), so the gap in the
+    # worths is 10 (3 - 2 f); at 6-0 over margin 1 (f = log 7 > 3/2) it changes sign.
+    model = PlackettLuce(tau=0.0, margin=1.0)
+    a, b = Rating(30.0, 4.0), Rating(20.0, 4.0)
+    f = math.log(7.0)
+    moved_a = Rating(30.0 - 10.0 * (f - 1.0), 4.0)
+    moved_b = Rating(20.0 + 10.0 * (f - 1.0), 4.0)
+    (na,), (nb,) = model.rate([[a], [b]], scores=[6, 0])
+    (ma,), (mb,) = PlackettLuce(tau=0.0).rate([[moved_a], [moved_b]])
+    assert na.mu - a.mu == pytest.approx(ma.mu - moved_a.mu, abs=1e-12)
+    assert nb.mu - b.mu == pytest.approx(mb.mu - moved_b.mu, abs=1e-12)
+    assert (na.sigma, nb.sigma) == pytest.approx((ma.sigma, mb.sigma), abs=1e-12)
+    assert 10.0 * (3.0 - 2.0 * f) < 0.0
+
+
+@pytest.mark.parametrize("name", list(ALL_MODELS))
+def test_margin_with_advantage_is_the_margin_at_the_moved_means(name: str) -> None:
+    cls = ALL_MODELS[name]
+    size = 1.7
+    model = cls(margin=1.0, advantage=size)
+    plain = cls(margin=1.0)
+    teams = [
+        [Rating(26.3, 7.5), Rating(24.35, 5.8)],
+        [Rating(25.0, 6.7), Rating(25.4, 5.0)],
+        [Rating(23.7, 8.3)],
+        [Rating(27.0, 3.0)],
+    ]
+    shares = [1.0, 0.0, 0.5, 0.25]
+    scores = [4.0, 0.0, 1.0, 1.0]  # factors log 5, log 4, 1 (at the margin) and a tie
+    moved = [
+        [Rating(r.mu + size * a / len(team), r.sigma) for r in team]
+        for team, a in zip(teams, shares, strict=True)
+    ]
+    got = model.rate(teams, scores=scores, advantage=shares)
+    want = plain.rate(moved, scores=scores)
+    assert got != plain.rate(teams, scores=scores)
+    for team, moved_team, got_team, want_team in zip(teams, moved, got, want, strict=True):
+        for r, m, g, w in zip(team, moved_team, got_team, want_team, strict=True):
+            assert g.mu - r.mu == pytest.approx(w.mu - m.mu, rel=1e-9, abs=1e-9)
+            assert g.sigma == pytest.approx(w.sigma, rel=1e-9, abs=1e-9)
+
+
+@pytest.mark.parametrize("name", list(ALL_MODELS))
+def test_margin_at_the_extremes_stays_finite(name: str) -> None:
+    cls = ALL_MODELS[name]
+    teams = [
+        [Rating(1e9, 1e-6), Rating(1e9, 1e6)],
+        [Rating(-1e9, 1e-6)],
+        [Rating(0.0, 1e6)],
+        [Rating(25.0, 1.0)],
+    ]
+    for margin in (5e-324, 1e-300, 1e-6, 1.0, 1e6):
+        model = cls(margin=margin, beta=1e-6, tau=0.0)
+        for scores in ([1e308, -1e308, 0.0, 1e-300], [0.0, 1e6, -1e6, 0.0], [1.0, 2.0, 3.0, 4.0]):
+            for weights in (None, [[0.0, 1.0], [1.0], [0.5], [1.0]]):
+                reverse = None if weights is None else weights[::-1]
+                for new in (
+                    model.rate(teams, scores=scores, weights=weights),
+                    model.rate(teams[::-1], scores=scores, weights=reverse),
+                ):
+                    for team in new:
+                        for r in team:
+                            assert math.isfinite(r.mu) and math.isfinite(r.sigma), (margin, r)
+                            assert r.sigma > 0.0
+
+
+@pytest.mark.parametrize("name", list(ALL_MODELS))
+def test_a_bad_margin_is_named(name: str) -> None:
+    cls = ALL_MODELS[name]
+    for bad in (-1.0, math.nan, math.inf, True, "1"):
+        with pytest.raises(RatingInputError) as info:
+            cls(margin=bad)
+        assert info.value.argument == "margin"
+    assert cls(margin=2).params["margin"] == 2.0

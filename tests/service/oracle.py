@@ -75,9 +75,14 @@ def core_replay(algorithm: str, params: dict[str, Any], events: list[dict[str, A
                 aged.append(rating)
             teams.append(aged)
         weights = event.get("weights")
-        out.quality[event["match_id"]] = model.quality(teams, weights)
+        advantage = event.get("advantage")
+        out.quality[event["match_id"]] = model.quality(teams, weights, advantage)
         new = model.rate(
-            teams, ranks=event.get("ranks"), scores=event.get("scores"), weights=weights
+            teams,
+            ranks=event.get("ranks"),
+            scores=event.get("scores"),
+            weights=weights,
+            advantage=advantage,
         )
         changes: dict[str, tuple[Rating, Rating]] = {}
         for team, olds, news in zip(event["teams"], stored, new, strict=True):
@@ -92,10 +97,15 @@ def core_replay(algorithm: str, params: dict[str, Any], events: list[dict[str, A
 
 
 def random_matches(
-    seed: int, count: int, players: int = 12, start: str = "2026-01-01T00:00:00+00:00"
+    seed: int,
+    count: int,
+    players: int = 12,
+    start: str = "2026-01-01T00:00:00+00:00",
+    advantage: bool = False,
 ) -> list[dict[str, Any]]:
     """Match bodies of every shape: 1 v 1, free-for-alls with ties, teams, scores, partial
-    play, played_at moving forward by hours or days and now and then reported late."""
+    play, played_at moving forward by hours or days and now and then reported late; with
+    ``advantage``, most matches give one team (or two, in part) an advantage share."""
     rng = random.Random(seed)
     names = [f"p{n:02d}" for n in range(players)]
     moment = datetime.fromisoformat(start)
@@ -120,5 +130,11 @@ def random_matches(
             body["scores"] = [rng.randint(0, 5) for _ in teams]
         if rng.random() < 0.2:
             body["weights"] = [[rng.choice([1.0, 0.5, 0.75]) for _ in team] for team in teams]
+        if advantage and rng.random() < 0.7:
+            shares = [0.0] * len(teams)
+            shares[rng.randrange(len(teams))] = 1.0
+            if len(teams) > 2 and rng.random() < 0.3:
+                shares[rng.randrange(len(teams))] = 0.5
+            body["advantage"] = shares
         bodies.append(body)
     return bodies

@@ -143,6 +143,43 @@ def test_the_fit_of_a_ladder_equals_fit_on_its_matches(
     assert table_counts_of(client) == {**before, "jobs": before["jobs"] + 1}
 
 
+VENUE = Path(__file__).parent / "data" / "intl_football_venue_sample.jsonl"
+
+
+def test_a_ladder_with_venues_and_goals_fits_its_advantage_and_margin(
+    client: TestClient,
+) -> None:
+    """Football with the home side's advantage and the goals: the fit searches the
+    advantage and the margin too, exactly as ``fit`` does on the file, and applies them."""
+    bodies = [json.loads(line) for line in VENUE.read_text().splitlines()]
+    _ladder(client, "football", bodies, algorithm="trueskill")
+    ladder = client.get("/v1/ladders/football").json()
+    response = client.post("/v1/ladders/football/fit", json={"max_evaluations": 20, "apply": True})
+    job = _finished(client, response)
+    assert job["state"] == "succeeded", job
+    outcome = job["result"]
+    expected = fit(
+        read_matches(VENUE),
+        "trueskill",
+        max_evaluations=20,
+        params=_model_params("trueskill", ladder["params"]),
+    )
+    assert set(outcome["fitted"]) == {"advantage", "margin", "beta", "tau", "draw_probability"}
+    assert outcome["fitted"] == {k: expected.params[k] for k in outcome["fitted"]}
+    assert outcome["train_log_loss"] == expected.train_loss
+    assert outcome["later"]["fitted"] == _measures(expected.test["fitted"])
+    params = client.get("/v1/ladders/football").json()["params"]
+    assert params == {**ladder["params"], **outcome["fitted"]}
+    assert params["margin"] > 0.0  # the goals count now
+    replayed = core_replay("trueskill", params, bodies)
+    board = all_pages(client, "/v1/ladders/football/leaderboard", limit=100)
+    assert len(board) == len(replayed.ratings)
+    for entry in board:
+        want = replayed.ratings[entry["player_id"]]
+        assert entry["mu"] == pytest.approx(want.mu, rel=1e-9, abs=1e-9)
+        assert entry["sigma"] == pytest.approx(want.sigma, rel=1e-9, abs=1e-9)
+
+
 def table_counts_of(client: TestClient) -> dict[str, int]:
     from app.config import get_settings
 

@@ -40,6 +40,7 @@ def test_a_ladder_has_glickos_parameters(client: TestClient) -> None:
         "tau": 0.5,
         "deviation_per_day": 0.0,
         "conservative_k": 2.0,
+        "advantage": 0.0,
     }
     response = client.post(
         "/v1/ladders", json={"id": "bad", "algorithm": "glicko2", "params": {"tau": 9.0}}

@@ -155,7 +155,8 @@ NextCursor = Annotated[
 
 
 class TeamsBody(RequestBody):
-    """Teams of player ids, with optional partial-play weights of the same shape."""
+    """Teams of player ids, with optional partial-play weights of the same shape and
+    advantage shares, one per team."""
 
     teams: list[Annotated[list[PlayerId], Field(min_length=1, max_length=MAX_PLAYERS)]] = Field(
         min_length=2,
@@ -166,6 +167,12 @@ class TeamsBody(RequestBody):
     weights: list[list[Weight]] | None = Field(
         default=None,
         description="Partial play in [0, 1], one per player in the shape of `teams` (default 1).",
+    )
+    advantage: list[Weight] | None = Field(
+        default=None,
+        description="Each team's share in [0, 1] of the ladder's `advantage` (home ground, "
+        "first move, white): `[1, 0]` when the first team plays at home. Default: no team "
+        "has any. It counts only on a ladder whose `advantage` parameter is not 0.",
     )
 
     @field_validator("teams")
@@ -198,6 +205,20 @@ class TeamsBody(RequestBody):
             if len(row) != len(team):
                 raise ValueError(f"weights[{j}]: {len(row)} values for a team of {len(team)}")
         return weights
+
+    @field_validator("advantage")
+    @classmethod
+    def _one_share_per_team(
+        cls, shares: list[float] | None, info: ValidationInfo
+    ) -> list[float] | None:
+        teams = info.data.get("teams")
+        if shares is None or teams is None:
+            return shares
+        if len(shares) != len(teams):
+            raise ValueError(
+                f"advantage: expected {len(teams)} values (one per team), got {len(shares)}"
+            )
+        return shares
 
 
 # -- ladders --------------------------------------------------------------------------------

@@ -97,11 +97,13 @@ def _sequence(
     spread: bool = False,
     oracle: Any = PlackettLuce,
     skip: Callable[[Any, list[list[Any]], dict[str, Any]], bool] | None = None,
+    outcomes: Callable[[random.Random, int, float], dict[str, Any]] = _outcome,
 ) -> dict[str, Any]:
     """``spread``: players start with scattered means and log-uniform sigmas in [0.3, 80].
 
     ``oracle``: the openskill model class; ``skip(model, teams, outcome)`` redraws a match
-    the oracle cannot be compared on (see ``gen_weng_lin``).
+    the oracle cannot be compared on (see ``gen_weng_lin``); ``outcomes(rng, k, tie_rate)``
+    draws a match's outcome (``gen_weng_lin_margin`` gives every match scores).
     """
     model = oracle(**params)
     if spread:
@@ -123,7 +125,7 @@ def _sequence(
             ids.append(chosen[start : start + n])
             start += n
         teams = [[pool[i] for i in team] for team in ids]
-        outcome = _outcome(rng, len(sizes), tie_rate)
+        outcome = outcomes(rng, len(sizes), tie_rate)
         weights = _weights(rng, sizes) if rng.random() < weight_rate else None
         if _degenerate(teams, outcome, weights):
             continue

@@ -8,11 +8,17 @@ same files; a diff after running it means an oracle package or a generator chang
 
 from __future__ import annotations
 
-from tests.rating.golden import gen_elo, gen_plackett_luce, gen_trueskill, gen_weng_lin
+from tests.rating.golden import (
+    gen_elo,
+    gen_plackett_luce,
+    gen_trueskill,
+    gen_weng_lin,
+    gen_weng_lin_margin,
+)
 
 
 def main() -> None:
-    for generator in (gen_trueskill, gen_plackett_luce, gen_weng_lin, gen_elo):
+    for generator in (gen_trueskill, gen_plackett_luce, gen_weng_lin, gen_weng_lin_margin, gen_elo):
         generator.main()
 
 
