@@ -27,7 +27,7 @@ import os
 import threading
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
 
@@ -50,6 +50,9 @@ from app.services.rerate import Progress, Rerating
 from app.storage import repositories, unit_of_work
 from app.storage.models import Ladder
 from app.storage.repositories import MatchRow
+
+if TYPE_CHECKING:
+    from app.evaluation.auto import AutoResult
 
 #: Matches read from the database per query.
 PAGE = 10_000
@@ -195,6 +198,18 @@ def fit_ladder(
         )
     except ValueError as exc:  # a split that leaves a part empty (the ladder changed)
         raise InvalidInput(f"train_fraction: {exc}") from None
+    return _outcome(ladder_id, algorithm, params, match_file, body, found)
+
+
+def _outcome(
+    ladder_id: str,
+    algorithm: str,
+    params: Mapping[str, Any],
+    match_file: MatchFile,
+    body: FitRequest,
+    found: AutoResult,
+) -> FitOutcome:
+    """What the fit found, as the job reports it (nothing applied yet)."""
     chosen = found.chosen
     result = found.result
     fitted = {k: float(result.params[k]) for k in found.fitted}
