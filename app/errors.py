@@ -72,6 +72,14 @@ class ServiceUnavailable(ProblemError):
     type = "/problems/unavailable"
 
 
+class NotInstalled(ProblemError):
+    """What the request asks for needs an optional package this server does not have."""
+
+    status = 501
+    title = "Not Implemented"
+    type = "/problems/not-installed"
+
+
 # -- rendering -----------------------------------------------------------------------------
 
 PROBLEM_JSON = "application/problem+json"

@@ -14,14 +14,20 @@ import argparse
 import importlib
 import json
 import math
+import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from app.evaluation.auto import SHORT, SHORTLIST, AutoResult
 from app.evaluation.data import DataError, read_matches
 from app.evaluation.presets import DEFAULT_ALGORITHMS, NAMES
 from app.rating.base import RatingInputError
+from app.rating.registry import ALGORITHMS
+
+#: The ``--algorithm`` of ``fit`` that fits every candidate and chooses.
+AUTO = "auto"
 
 _EXIT_INPUT = 2
 _EXIT_NOT_INSTALLED = 1
@@ -169,14 +175,31 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
-    """Fit an algorithm's parameters on the earlier part of a file; compare on the rest."""
+    """Fit an algorithm's parameters on the earlier part of a file (or a ladder's matches);
+    compare on the rest. ``--algorithm auto`` fits every candidate and chooses."""
     if (status := _not_installed("fit", "scipy")) is not None:
         return status
+    if (args.file is None) == (args.ladder is None):
+        return _fail("fit: give a match FILE or --ladder ID (one of them)")
+    if args.apply and args.ladder is None:
+        return _fail("fit: --apply changes a ladder: it needs --ladder ID")
+    if args.jobs is not None and args.jobs < 1:
+        return _fail(f"fit: --jobs must be at least 1, got {args.jobs}")
+    if args.ladder is not None:
+        from app.cli.fitting import cmd_fit_ladder
+
+        return cmd_fit_ladder(args)
+    if args.algorithm is None:
+        return _fail("fit: --algorithm is needed with a FILE (a name, or auto)")
+    if args.algorithm == AUTO:
+        return _fit_auto(args)
     from app.evaluation.fit import fit
     from app.evaluation.metrics import json_safe
 
     if args.algorithm not in NAMES:
-        return _fail(f"unknown algorithm {args.algorithm!r}: choose from {', '.join(NAMES)}")
+        return _fail(
+            f"unknown algorithm {args.algorithm!r}: choose from {', '.join(NAMES)} or {AUTO}"
+        )
     verbose = _wanted(args.progress)
 
     def report(count: int, values: dict[str, float], loss: float) -> None:
@@ -244,6 +267,118 @@ def cmd_fit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _candidates(text: str | None) -> list[str]:
+    """``--candidates``: comma-separated names (default: every ladder algorithm)."""
+    if text is None:
+        return list(ALGORITHMS)
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in NAMES]
+    if not names or unknown:
+        raise ValueError(f"--candidates: unknown {unknown}: choose from {', '.join(NAMES)}")
+    return names
+
+
+def _fit_auto(args: argparse.Namespace) -> int:
+    """``fit FILE --algorithm auto``: fit every candidate, choose the lowest training loss."""
+    from app.evaluation.auto import fit_auto
+    from app.evaluation.metrics import json_safe
+
+    try:
+        names = _candidates(args.candidates)
+    except ValueError as exc:
+        return _fail(str(exc))
+    started = time.perf_counter()
+    try:
+        match_file = read_matches(args.file)
+        found = fit_auto(
+            match_file,
+            names,
+            train_fraction=args.train_fraction,
+            max_evaluations=args.max_evaluations,
+            short=args.screening,
+            shortlist=args.shortlist,
+            jobs=args.jobs or os.cpu_count() or 1,
+            on_evaluation=evaluation_reporter(args.progress),
+        )
+    except DataError as exc:
+        return _fail(str(exc))
+    except (RatingInputError, ValueError) as exc:
+        return _fail(f"{args.file}: {exc}")
+    seconds = time.perf_counter() - started
+    result = found.result
+    if args.format == "json":
+        out = {
+            "file": args.file,
+            "algorithm": AUTO,
+            "chosen": found.chosen,
+            "ladder_algorithm": result.algorithm,
+            "params": result.params,
+            "train_matches": found.train_matches,
+            "test_matches": found.test_matches,
+            "train_log_loss": result.train_loss,
+            "best_default": found.best_start,
+            "candidates": [c.as_dict() for c in found.candidates],
+            "on_bound": [b.as_dict() for b in result.on_bound],
+            "test": found.test,
+            "seconds": seconds,
+        }
+        print(json.dumps(json_safe(out), indent=2))
+        return 0
+    print_auto(args.file, found, seconds)
+    print("ladder params:")
+    print(json.dumps({"algorithm": result.algorithm, "params": result.params}))
+    return 0
+
+
+def evaluation_reporter(
+    progress: bool,
+) -> Callable[[str, int, dict[str, float], float], None] | None:
+    """What ``--progress`` prints after each replay of a candidate (None: nothing)."""
+    if not _wanted(progress):
+        return None
+
+    def report(name: str, count: int, values: dict[str, float], loss: float) -> None:
+        shown = ", ".join(f"{k}={v:.4g}" for k, v in values.items())
+        print(f"  {name} evaluation {count}: {shown}: log loss {loss:.5f}", file=sys.stderr)
+
+    return report
+
+
+def print_auto(source: str, found: AutoResult, seconds: float, *, start: str = "default") -> None:
+    """The text report of ``fit_auto``: every candidate, the choice, the later part."""
+    replays = sum(c.replays for c in found.candidates)
+    full = sum(c.stage == "full" for c in found.candidates)
+    print(
+        f"{source}: {len(found.candidates)} candidates fitted on the first "
+        f"{found.train_matches} matches, {full} of them fully ({replays} replays, "
+        f"{seconds:.1f} s)"
+    )
+    print(f"  {'candidate':26} {'stage':5} {'train pair ll':>13} {'fitted':>8}  parameters")
+    for c in found.candidates:
+        shown = ", ".join(
+            f"{k}={c.params[k]:.4g}" for k in c.params if c.params[k] != c.start_params.get(k)
+        )
+        print(
+            f"  {c.name:26} {c.stage:5} {_number(c.train_loss_start, 5):>13} "
+            f"{_number(c.train_loss, 5):>8}  {shown or '(' + start + 's)'}"
+        )
+    print(f"  chosen: {found.chosen} (the lowest training loss)")
+    print(f"  on the later {found.test_matches} matches:")
+    print(f"    {'':34} {'error':>8} {'log loss':>9} {'pair ll':>8} {'brier':>7}")
+    for label, row in found.test.items():
+        if label == "best_default" and row["name"] == found.chosen:
+            continue  # the chosen algorithm's defaults, shown above
+        name = f"{row['name']} {label.replace('_', ' ')}"
+        print(
+            f"    {name:34} {_percent(row['prediction_error']):>8} "
+            f"{_number(row['log_loss']):>9} {_number(row['pair_log_loss']):>8} "
+            f"{_number(row['brier']):>7}"
+        )
+    for b in found.result.on_bound:
+        edge = "its documented limit" if b.limit else "the widest searched range"
+        print(f"  {b.parameter} ended on its {b.side} bound {b.bound:.6g} ({edge})")
+
+
 def add_parsers(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Register ``evaluate`` and ``fit`` on the ``ratings`` command's subparsers."""
     evaluate = subparsers.add_parser(
@@ -280,11 +415,47 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:  # type: ignore
         description="Choose parameters minimising log loss on the earlier part of FILE, "
         "report the later part against the defaults, print the ladder params.",
     )
-    fit.add_argument("file", metavar="FILE")
-    fit.add_argument("--algorithm", required=True, help=f"one of {', '.join(NAMES)}")
+    fit.add_argument("file", metavar="FILE", nargs="?", help="a match file (or --ladder)")
+    fit.add_argument(
+        "--ladder",
+        metavar="ID",
+        help="fit on this ladder's own matches (the database of --database-url)",
+    )
+    fit.add_argument(
+        "--algorithm",
+        help=f"one of {', '.join(NAMES)}, or {AUTO} (every ladder algorithm, the lowest "
+        "training loss chosen); with --ladder the default is the ladder's own",
+    )
     fit.add_argument("--train-fraction", type=float, default=0.5)
     fit.add_argument(
         "--max-evaluations", type=int, default=40, help="most replays of the training part"
+    )
+    fit.add_argument(
+        "--apply",
+        action="store_true",
+        help="with --ladder: change the ladder's parameters to the fitted ones and rebuild it",
+    )
+    fit.add_argument(
+        "--jobs",
+        type=int,
+        help="auto: candidates fitted at once, each in a process (default: the CPU count)",
+    )
+    fit.add_argument(
+        "--candidates",
+        metavar="A,B,...",
+        help="auto: the names to choose from (default: every ladder algorithm)",
+    )
+    fit.add_argument(
+        "--screening",
+        type=int,
+        default=SHORT,
+        help="auto: replays of each candidate before the shortlist (default: %(default)s)",
+    )
+    fit.add_argument(
+        "--shortlist",
+        type=int,
+        default=SHORTLIST,
+        help="auto: candidates fitted fully after the screening (default: %(default)s)",
     )
     fit.add_argument("--format", choices=("text", "json"), default="text")
     fit.add_argument("--progress", action="store_true", help="each replay's loss on stderr")

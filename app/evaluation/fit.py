@@ -2,7 +2,9 @@
 
 The objective is the pair log loss of ``metrics`` (the mean of -log P(a beats b) over
 every decisive pair of teams; for two-team matches exactly the log loss of the win
-probability) on the first ``train_fraction`` of the matches, replayed from the prior.
+probability) on the first ``train_fraction`` of the matches, replayed from the prior (by
+the ladders' replay engine, ``app.evaluation.loss``, which gives ``predict``'s loss
+faster).
 It is minimised with scipy's bounded Powell method from the defaults, each parameter
 searched in a scale that fits it (``Range``): logarithmically for the positive lengths and
 rates (beta, tau, K, a deviation, a volatility), so that 0.01 is as far from 0.1 as 1 from
@@ -25,10 +27,10 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy.optimize import minimize
 
 from app.evaluation.data import MatchFile, empirical_draw_probability
-from app.evaluation.metrics import pair_log_loss, predict, summarize
+from app.evaluation.loss import PairLoss
+from app.evaluation.metrics import predict, summarize
 from app.evaluation.presets import build, resolve
 from app.rating.params import MIN_LENGTH
 from app.rating.registry import WENG_LIN_MODELS, parameters
@@ -143,6 +145,8 @@ def search(
 
     The start is the first evaluation; the best point ever evaluated is returned.
     """
+    from scipy.optimize import minimize  # the optional eval extra: imported when searching
+
     if max_evaluations < 1:
         raise ValueError(f"max evaluations must be at least 1, got {max_evaluations!r}")
     current = dict(ranges)
@@ -308,6 +312,7 @@ class FitResult:
     algorithm: str
     #: The full parameter set of the fitted model (what a ladder's ``params`` takes).
     params: dict[str, float | str]
+    #: The parameters the search started from: the defaults, or those given to ``fit``.
     default_params: dict[str, float | str]
     train_matches: int
     test_matches: int
@@ -322,16 +327,41 @@ class FitResult:
     widenings: int = 0
 
 
-def fit(
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Fitting one algorithm or preset on one match file: the parameters held fixed
+    (``base``), the full parameters the search starts from, the searched ranges and where
+    the file is split."""
+
+    name: str
+    algorithm: str
+    base: dict[str, Any]
+    start_params: dict[str, float | str]
+    ranges: dict[str, Range]
+    #: Matches before this index are the training part.
+    split: int
+
+    @property
+    def start(self) -> dict[str, float]:
+        """The start of the search: the fitted parameters' values in ``start_params``."""
+        return {k: float(self.start_params[k]) for k in self.ranges}
+
+    def params(self, values: Mapping[str, float]) -> dict[str, Any]:
+        """The parameters with the fitted ones at ``values``."""
+        return {**self.base, **values}
+
+
+def problem(
     match_file: MatchFile,
     name: str,
     *,
     train_fraction: float = 0.5,
-    max_evaluations: int = 40,
-    on_evaluation: Callable[[int, dict[str, float], float], None] | None = None,
-) -> FitResult:
-    """Fit ``name``'s parameters on the earlier ``train_fraction`` of ``match_file`` with at
-    most ``max_evaluations`` replays of it (every round of the search included)."""
+    params: Mapping[str, Any] | None = None,
+) -> Problem:
+    """What fitting ``name`` on the earlier ``train_fraction`` of ``match_file`` searches,
+    from ``params`` (missing ones at their defaults; TrueSkill's draw probability at the
+    training part's empirical one). Raises ``ValueError`` for a split that leaves a part
+    empty and ``RatingInputError`` for an unknown name or a bad parameter."""
     if not 0.0 < train_fraction < 1.0:
         raise ValueError(f"train fraction must be in (0, 1), got {train_fraction!r}")
     matches = match_file.matches
@@ -340,64 +370,97 @@ def fit(
         raise ValueError(f"{len(matches)} matches cannot be split at {train_fraction}")
     train = matches[:split]
     draw = empirical_draw_probability(train)
-    algorithm, base = resolve(name, draw_probability=draw)
-    default_model = build(name, draw_probability=draw)
-    defaults = default_model.params
+    algorithm, base = resolve(name, params, draw_probability=draw)
+    start_params = dict(build(name, base).params)
     ranges = fitted_ranges(
         name,
         advantage=any(m.advantage is not None for m in train),
         margin=any(m.scores is not None for m in train),
     )
+    return Problem(name, algorithm, base, start_params, ranges, split)
+
+
+def objective(
+    fitting: Problem,
+    loss: PairLoss,
+    on_evaluation: Callable[[int, dict[str, float], float], None] | None = None,
+) -> Callable[[dict[str, float]], float]:
+    """The training loss of ``fitting``'s model at the fitted parameters' values (inf when
+    the model refuses them or its arithmetic fails); ``on_evaluation(count, values, loss)``
+    after each replay."""
     count = 0
 
-    def objective(values: dict[str, float]) -> float:
+    def at(values: dict[str, float]) -> float:
         nonlocal count
         try:
-            model = build(name, {**base, **values})
-            run = predict(model, train, len(match_file.players), pair_loss=True)
-            loss = pair_log_loss(run)
+            value = loss(build(fitting.name, fitting.params(values)))
         except (ValueError, ArithmeticError):
-            loss = math.inf
+            value = math.inf
         count += 1
         if on_evaluation is not None:
-            on_evaluation(count, values, loss if math.isfinite(loss) else 1e6)
-        return loss
+            on_evaluation(count, values, value if math.isfinite(value) else 1e6)
+        return value
 
-    start = {k: float(defaults[k]) for k in ranges}
-    found = search(objective, ranges, start, max_evaluations)
-    fitted = {**base, **found.values}
-    fitted_model = build(name, fitted)
-    evaluation = _compare(match_file, name, dict(defaults), fitted, split)
+    return at
+
+
+def fit(
+    match_file: MatchFile,
+    name: str,
+    *,
+    train_fraction: float = 0.5,
+    max_evaluations: int = 40,
+    params: Mapping[str, Any] | None = None,
+    on_evaluation: Callable[[int, dict[str, float], float], None] | None = None,
+) -> FitResult:
+    """Fit ``name``'s parameters on the earlier ``train_fraction`` of ``match_file`` with at
+    most ``max_evaluations`` replays of it (every round of the search included), starting
+    from ``params`` (the defaults where not given), which the later part compares with."""
+    fitting = problem(match_file, name, train_fraction=train_fraction, params=params)
+    loss = PairLoss(match_file.matches[: fitting.split], len(match_file.players))
+    found = search(
+        objective(fitting, loss, on_evaluation), fitting.ranges, fitting.start, max_evaluations
+    )
+    test = compare(match_file, fitting, found.values)
+    return fit_result(match_file, fitting, found, found.evaluations, test)
+
+
+def fit_result(
+    match_file: MatchFile,
+    fitting: Problem,
+    found: Search,
+    evaluations: int,
+    test: dict[str, dict[str, Any]],
+) -> FitResult:
+    """The ``FitResult`` of ``found`` (its ``first_loss`` the loss at the start)."""
     return FitResult(
-        name=name,
-        algorithm=algorithm,
-        params=dict(fitted_model.params),
-        default_params=dict(defaults),
-        train_matches=split,
-        test_matches=len(matches) - split,
+        name=fitting.name,
+        algorithm=fitting.algorithm,
+        params=dict(build(fitting.name, fitting.params(found.values)).params),
+        default_params=dict(fitting.start_params),
+        train_matches=fitting.split,
+        test_matches=len(match_file.matches) - fitting.split,
         train_loss_default=found.first_loss,
         train_loss=found.loss,
-        evaluations=found.evaluations,
-        test=evaluation,
+        evaluations=evaluations,
+        test=test,
         on_bound=found.on_bound,
         widenings=found.widenings,
     )
 
 
-def _compare(
-    match_file: MatchFile,
-    name: str,
-    defaults: Mapping[str, Any],
-    fitted: Mapping[str, Any],
-    split: int,
+def compare(
+    match_file: MatchFile, fitting: Problem, values: Mapping[str, float]
 ) -> dict[str, dict[str, Any]]:
+    """The later part's measures of the start ("default") and of ``values`` ("fitted"):
+    each a replay of the whole file, measured from the split on."""
     runs = []
-    for label, params in (("default", defaults), ("fitted", fitted)):
-        model = build(name, params)
+    for label, params in (("default", fitting.start_params), ("fitted", fitting.params(values))):
+        model = build(fitting.name, params)
         runs.append(
             predict(
                 model, match_file.matches, len(match_file.players), algorithm=label, pair_loss=True
             )
         )
-    rows = summarize(runs, start=split)
+    rows = summarize(runs, start=fitting.split)
     return {row["algorithm"]: row for row in rows}

@@ -31,6 +31,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any, cast
 
 from pydantic import BaseModel
@@ -44,10 +45,11 @@ from app.api.schemas import (
     LadderUpdated,
     VoidResult,
 )
+from app.api.schemas.fitting import FitOutcome
 from app.config import get_settings
 from app.domain.times import utc
 from app.errors import NotFound, problem_of
-from app.services import ladders, rerate
+from app.services import fitting, ladders, rerate
 from app.services.rerate import Rerating
 from app.storage import repositories, unit_of_work
 from app.storage.repositories import UNFINISHED, JobRow
@@ -215,7 +217,7 @@ def _heartbeat(job_id: str, stop: threading.Event) -> None:
             _log.warning("job %s: heartbeat not written: %s", job_id, type(exc).__name__)
 
 
-def _rerate(session: Session, job: JobRow, now: datetime, progress: _Reporter) -> BaseModel:
+def _rerate(session: Session, now: datetime, *, job: JobRow, progress: _Reporter) -> BaseModel:
     ladder = ladders.get_ladder(session=session, ladder_id=job.ladder_id)
     if job.kind == "void":
         return rerate.void_match(
@@ -235,11 +237,20 @@ def _rerate(session: Session, job: JobRow, now: datetime, progress: _Reporter) -
     )
 
 
-def _work(job: JobRow, reporter: _Reporter) -> Callable[[Session], None]:
+#: What a job's transaction runs: its work, given the session and the time.
+_Step = Callable[[Session, datetime], BaseModel]
+
+
+def _work(
+    job: JobRow, reporter: _Reporter, step: _Step, started_at: datetime | None
+) -> Callable[[Session], None]:
+    """The job's transaction: ``step``, and its success written with what it changed.
+    ``started_at``: when the job began, if before this transaction (a fit)."""
+
     def work(session: Session) -> None:
         now = _now()
         reporter.started = False
-        result = _rerate(session, job, now, reporter)
+        result = step(session, now)
         with _running_lock:
             done, total = _running.get(job.id, (0, None))
         finished = {
@@ -250,7 +261,9 @@ def _work(job: JobRow, reporter: _Reporter) -> Callable[[Session], None]:
             "started_at": now,
             "finished_at": _now(),
         }
-        if reporter.started:
+        if started_at is not None:
+            finished["started_at"] = started_at
+        elif reporter.started:
             del finished["started_at"]  # written when it started
         if not repositories.update_unfinished_job(session=session, job_id=job.id, values=finished):
             raise _Abandoned
@@ -278,7 +291,16 @@ def _run(job_id: str) -> None:
             ).start()
         else:
             _write(job_id, {"state": "running", "started_at": _now()})
-        unit_of_work.run(_work(job, _Reporter(job_id, live)))
+        reporter = _Reporter(job_id, live)
+        started_at = None
+        step: _Step
+        if job.kind == "fit":
+            # The fit itself runs before the transaction, which only applies it (or not).
+            started_at = _now()
+            step = fitting.fit_job(ladder_id=job.ladder_id, request=job.request, progress=reporter)
+        else:
+            step = partial(_rerate, job=job, progress=reporter)
+        unit_of_work.run(_work(job, reporter, step, started_at))
     except _Abandoned:
         _log.warning("job %s: reported failed while it ran; rolled back", job_id)
     except Exception as exc:
@@ -334,10 +356,14 @@ def _abandoned_problem() -> dict[str, Any]:
 
 
 def _out(row: JobRow) -> JobOut:
-    result: VoidResult | LadderUpdated | None = None
+    result: VoidResult | LadderUpdated | FitOutcome | None = None
     if row.result is not None:
-        model = VoidResult if row.kind == "void" else LadderUpdated
-        result = model.model_validate(row.result)
+        if row.kind == "void":
+            result = VoidResult.model_validate(row.result)
+        elif row.kind == "fit":
+            result = FitOutcome.model_validate(row.result)
+        else:
+            result = LadderUpdated.model_validate(row.result)
     return JobOut(
         id=row.id,
         kind=cast(Any, row.kind),

@@ -619,10 +619,10 @@ def update_ladder(
 @dataclass(frozen=True, slots=True)
 class Rerating:
     """A re-rating asked for, looked at before it runs (nothing held): its kind, its ladder,
-    what to run (JSON: the match to void, or the PATCH body), and at most how many matches
-    it re-rates. ``app.services.jobs`` runs a large one in the background."""
+    what to run (JSON: the match to void, the PATCH body, or the fit's body), and at most
+    how many matches it re-rates. ``app.services.jobs`` runs a large one in the background."""
 
-    kind: Literal["void", "rebuild"]
+    kind: Literal["void", "rebuild", "fit"]
     ladder_id: str
     request: dict[str, Any]
     size: int

@@ -271,8 +271,9 @@ class ApiKey(Base):
 
 
 class Job(Base):
-    """A re-rating (a void, a rebuild with new parameters) run in the background by the
-    worker that accepted it, in one transaction of its own.
+    """A re-rating (a void, a rebuild with new parameters) or a fit of a ladder's parameters
+    (applied with a rebuild when asked) run in the background by the worker that accepted
+    it, in one transaction of its own (a fit runs before that transaction, which applies it).
 
     ``done`` and ``total`` (matches re-rated, of how many) and ``heartbeat_at`` are written
     while that transaction is open, from short transactions of their own; ``result`` (what
@@ -285,7 +286,7 @@ class Job(Base):
 
     __tablename__ = "jobs"
     __table_args__ = (
-        CheckConstraint("kind IN ('void', 'rebuild')", name="kind"),
+        CheckConstraint("kind IN ('void', 'rebuild', 'fit')", name="kind"),
         CheckConstraint("state IN ('queued', 'running', 'succeeded', 'failed')", name="state"),
         Index("ix_jobs_ladder_id", "ladder_id", "state"),
     )

@@ -958,6 +958,18 @@ def matches_after(*, session: Session, ladder_id: str, after_seq: int) -> list[M
     return [MatchRow(*row) for row in session.execute(query)]
 
 
+def matches_page(*, session: Session, ladder_id: str, after_seq: int, limit: int) -> list[MatchRow]:
+    """The first ``limit`` of :func:`matches_after` (the next page reads after the last seq):
+    a ladder's matches read a page at a time, each page let go once used."""
+    query = (
+        select(Match.seq, Match.match_id, Match.played_at, Match.recorded_at, Match.request)
+        .where(Match.ladder_id == ladder_id, Match.seq > after_seq, Match.voided_at.is_(None))
+        .order_by(Match.seq)
+        .limit(limit)
+    )
+    return [MatchRow(*row) for row in session.execute(query)]
+
+
 def count_matches_after(*, session: Session, ladder_id: str, after_seq: int) -> int:
     """How many of :func:`matches_after` there are (at most what voiding ``after_seq``
     re-rates), without reading the matches."""

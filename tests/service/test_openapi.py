@@ -7,7 +7,7 @@ from fastapi.testclient import TestClient
 from pydantic import BaseModel
 
 from app.api import schemas
-from app.api.schemas import matchmaking
+from app.api.schemas import fitting, matchmaking
 
 MODELS = [
     schemas.LadderCreate,
@@ -36,6 +36,8 @@ MODELS = [
     schemas.ErasureResult,
     matchmaking.MatchmakingRequest,
     matchmaking.MatchmakingOut,
+    fitting.FitRequest,
+    fitting.FitOutcome,
 ]
 #: Bodies the command line reports rather than a route: their examples must validate too.
 NOT_IN_DOCUMENT = {schemas.RebuildResult}
@@ -63,6 +65,7 @@ def test_the_document_lists_every_route(client: TestClient) -> None:
         "/v1/ladders/{ladder}/players/{player_id}/history": {"get"},
         "/v1/ladders/{ladder}/quality": {"post"},
         "/v1/ladders/{ladder}/matchmaking": {"post"},
+        "/v1/ladders/{ladder}/fit": {"post"},
     }
     for path, methods in expected.items():
         assert methods <= set(paths[path]), path

@@ -1033,14 +1033,17 @@ class QualityOut(BaseModel):
 
 # -- jobs -----------------------------------------------------------------------------------
 
-JobKind = Literal["void", "rebuild"]
+JobKind = Literal["void", "rebuild", "fit"]
 JobState = Literal["queued", "running", "succeeded", "failed"]
 
 
 class JobProgress(BaseModel):
-    done: int = Field(description="Matches re-rated and written so far.")
+    done: int = Field(
+        description="Matches re-rated and written so far (a fit: replays of the training part)."
+    )
     total: int | None = Field(
-        description="Matches the job re-rates; null until it has read them (queued)."
+        description="Matches the job re-rates (a fit: at most how many replays); null until "
+        "it has read them (queued)."
     )
 
 
@@ -1096,7 +1099,8 @@ class JobOut(BaseModel):
 
     id: str = Field(description="The job's id: `GET /v1/jobs/{id}`.")
     kind: JobKind = Field(
-        description="`void` (DELETE of a match) or `rebuild` (PATCH of a ladder with rebuild)."
+        description="`void` (DELETE of a match), `rebuild` (PATCH of a ladder with rebuild) "
+        "or `fit` (POST of a ladder's fit)."
     )
     ladder: str
     state: JobState = Field(
@@ -1104,11 +1108,18 @@ class JobOut(BaseModel):
         "(everything committed) or `failed` (nothing changed)."
     )
     progress: JobProgress
-    result: VoidResult | LadderUpdated | None = Field(
+    result: VoidResult | LadderUpdated | FitOutcome | None = Field(
         description="Once succeeded: what the inline answer would have been (the void's "
-        "summary, or the ladder and its rebuild)."
+        "summary, or the ladder and its rebuild); for a fit, what it found and applied."
     )
     error: JobProblem | None = Field(description="Once failed: why; nothing was changed.")
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+
+
+# The fit's bodies are a module of their own, built on the ones above; a job's result may be
+# one, so it is resolved once they exist.
+from app.api.schemas.fitting import FitOutcome  # noqa: E402
+
+JobOut.model_rebuild()
