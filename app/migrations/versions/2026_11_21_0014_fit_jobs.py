@@ -7,7 +7,7 @@ CHECK); ``jobs`` has no key another table refers to, so nothing else is touched.
 Downgrading deletes the fit jobs, which the older schema cannot hold.
 
 Revision ID: 0014
-Revises: 0012
+Revises: 0013
 Create Date: 2026-11-21 23:30:00.000000
 """
 
@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0014"
-down_revision: str | None = "0012"
+down_revision: str | None = "0013"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
