@@ -112,6 +112,7 @@ from app.rating.base import (
     check_weights,
     outcome_ranks,
 )
+from app.rating.pairwise import TeamStrengths
 from app.rating.params import MAX_LENGTH, MAX_MEAN, MIN_LENGTH, Parameter
 from app.rating.quality import entrant_quality, gaussian_win_probabilities
 from app.rating.thurstone import order_log_likelihood
@@ -579,6 +580,27 @@ class Elo:
             p = float(_special.ndtr(z))
             return [p, 1.0 - p]
         return gaussian_win_probabilities(team_rating, [self._beta * self._beta] * len(teams))
+
+    def team_strengths(self, teams: Teams, weights: Weights | None = None) -> TeamStrengths:
+        """Each team's (weight-averaged) mean rating R_j, the entrant ``win_probabilities``
+        compares; variance 0 (``app.rating.pairwise``)."""
+        check_teams(teams, bayesian=False)
+        ws = check_weights(teams, weights)
+        _check_range(teams)
+        team_rating, _ = _team_ratings(teams, ws)
+        mean = np.asarray(team_rating, dtype=np.float64)
+        return TeamStrengths(mean, np.zeros_like(mean))
+
+    def pair_win_probabilities(self, first: TeamStrengths, second: TeamStrengths) -> FloatArray:
+        """P(first[i] beats second[i]) = the model's P(i beats j) of the two team ratings:
+        1 / (1 + 10^(-(R_a - R_b) / scale)) or Phi((R_a - R_b) / (sqrt 2 beta)), as
+        ``win_probabilities`` of each pair alone."""
+        if self._logistic:
+            rho = first.mean * self._rho_per_point - second.mean * self._rho_per_point
+            out: FloatArray = _special.expit(rho)
+            return out
+        out = _special.ndtr((first.mean - second.mean) * self._z_per_point)
+        return out
 
     def quality(self, teams: Teams, weights: Weights | None = None) -> float:
         """Match quality on the team model of ``win_probabilities``, in (0, 1].

@@ -72,6 +72,8 @@ import math
 from collections.abc import Sequence
 from typing import Final
 
+import numpy as np
+
 from app.rating.base import (
     Rating,
     RatingInputError,
@@ -84,6 +86,7 @@ from app.rating.base import (
     check_weights,
     outcome_ranks,
 )
+from app.rating.pairwise import FloatArray, TeamStrengths
 from app.rating.params import MAX_LENGTH, MAX_MEAN, MIN_LENGTH, Parameter
 from app.rating.quality import entrant_quality
 
@@ -198,6 +201,13 @@ def _expected(z: float) -> tuple[float, float]:
     e = t / (1.0 + t)
     inv = 1.0 / (1.0 + t)
     return e, t * inv * inv
+
+
+def _expected_array(z: FloatArray) -> FloatArray:
+    """``_expected``'s E elementwise: 1 / (1 + e^-z), on the side where exp cannot overflow."""
+    t = np.exp(-np.abs(z))
+    out: FloatArray = np.where(z >= 0.0, 1.0 / (1.0 + t), t / (1.0 + t))
+    return out
 
 
 def _new_volatility(sigma: float, phi2: float, info: float, score: float, tau: float) -> float:
@@ -527,6 +537,24 @@ class Glicko2:
         e = [_exp(x - top) for x in z]
         total = math.fsum(e)
         return [x / total for x in e]
+
+    def team_strengths(self, teams: Teams, weights: Weights | None = None) -> TeamStrengths:
+        """Each team's composite opponent: its (weighted) mean rating and mean phi^2
+        (module docstring, "Predictions"; ``app.rating.pairwise``)."""
+        check_teams(teams, bayesian=True)
+        ws = check_weights(teams, weights)
+        players = [[self._unpack(f"teams[{j}]", p) for p in team] for j, team in enumerate(teams)]
+        composites = _composites(players, ws)
+        return TeamStrengths(
+            np.asarray([r for r, _ in composites], dtype=np.float64),
+            np.asarray([phi2 for _, phi2 in composites], dtype=np.float64),
+        )
+
+    def pair_win_probabilities(self, first: TeamStrengths, second: TeamStrengths) -> FloatArray:
+        """P(first[i] beats second[i]) = 1 / (1 + exp(-g(phi_c) (mu_a - mu_b))),
+        phi_c^2 = phi_a^2 + phi_b^2: ``win_probabilities`` of each pair alone."""
+        g = 1.0 / np.sqrt(1.0 + _G3 * (first.variance + second.variance))
+        return _expected_array(g * (first.mean - second.mean) * _Q)
 
     def quality_beta(self, teams: Teams, weights: Weights | None = None) -> float:
         """The performance deviation of ``quality``: 2 * 173.7178 / (sqrt(pi) g(phi_c))."""

@@ -35,7 +35,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from app.rating.base import Rating, Teams, Weights, check_teams, check_weights
+from app.rating.pairwise import FloatArray, TeamStrengths
 from app.rating.weng_lin import PARAMETERS as _FAMILY_PARAMETERS
 from app.rating.weng_lin import WengLin, checked_rating
 
@@ -292,3 +295,16 @@ class PlackettLuce(WengLin):
         e = [_exp(v - xmax) for v in x]
         total = math.fsum(e)
         return [v / total for v in e]
+
+    def pair_win_probabilities(self, first: TeamStrengths, second: TeamStrengths) -> FloatArray:
+        """P(first[i] beats second[i]) under the Plackett-Luce model of the two teams
+        alone, as ``win_probabilities`` computes it: c^2 = 2 beta^2 + sigma_a^2 + sigma_b^2,
+        x = theta / c, P = e^(x_a - m) / (e^(x_a - m) + e^(x_b - m)), m the larger x.
+        ``team_strengths`` (``WengLin``'s) gives theta_j and sigma_j^2."""
+        c = np.sqrt(2.0 * self._beta2 + first.variance + second.variance)
+        xa = first.mean / c
+        xb = second.mean / c
+        top = np.maximum(xa, xb)
+        ea = np.exp(xa - top)
+        out: FloatArray = ea / (ea + np.exp(xb - top))
+        return out
