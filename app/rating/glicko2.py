@@ -86,7 +86,7 @@ from app.rating.base import (
     check_weights,
     outcome_ranks,
 )
-from app.rating.pairwise import FloatArray, TeamStrengths
+from app.rating.pairwise import LARGE_MATCH_TEAMS, PAIR_BLOCK, FloatArray, TeamStrengths
 from app.rating.params import MAX_LENGTH, MAX_MEAN, MIN_LENGTH, Parameter
 from app.rating.quality import entrant_quality
 
@@ -489,6 +489,8 @@ class Glicko2:
         ws = check_weights(teams, weights)
         players = [[self._unpack(f"teams[{j}]", p) for p in team] for j, team in enumerate(teams)]
         composites = _composites(players, ws)
+        if len(teams) > LARGE_MATCH_TEAMS:
+            return self._rate_many(players, composites, team_ranks, ws)
         out: list[list[Rating]] = []
         for j, team in enumerate(players):
             # The games of team j's players: against each other team's composite.
@@ -509,6 +511,52 @@ class Glicko2:
                     score += g * (s - e)
                 phi2 = (rd * _Q) ** 2
                 row.append(self._updated(r, rd, vol, phi2, w * info, w * score, w > 0.0))
+            out.append(row)
+        return out
+
+    def _rate_many(
+        self,
+        players: list[list[tuple[float, float, float]]],
+        composites: list[tuple[float, float]],
+        team_ranks: list[float],
+        ws: list[list[float]] | None,
+    ) -> list[list[Rating]]:
+        """``rate`` for many teams: each player's information I and score S summed over
+        the other teams' composites in arrays, blocks of players at a time (the sums in
+        another order than the scalar loop, so equal to rounding); steps 5 to 8 as ever."""
+        k = len(players)
+        opponent = np.asarray([r for r, _ in composites], dtype=np.float64)
+        g = 1.0 / np.sqrt(1.0 + _G3 * np.asarray([phi2 for _, phi2 in composites]))
+        rank = np.asarray(team_ranks, dtype=np.float64)
+        flat = [p for team in players for p in team]
+        team_of = np.repeat(np.arange(k), [len(team) for team in players])
+        r = np.asarray([p[0] for p in flat], dtype=np.float64)
+        info = np.empty(len(flat))
+        score = np.empty(len(flat))
+        rows = max(1, PAIR_BLOCK // k)
+        for start in range(0, len(flat), rows):
+            part = slice(start, start + rows)
+            own = team_of[part]
+            # _expected elementwise, on the side where exp cannot overflow.
+            z = g[None, :] * (r[part, None] - opponent[None, :]) * _Q
+            t = np.exp(-np.abs(z))
+            inv = 1.0 / (1.0 + t)
+            e = np.where(z >= 0.0, inv, t / (1.0 + t))
+            ev = t * inv * inv
+            mine = rank[own][:, None]
+            s = np.where(mine < rank[None, :], 1.0, np.where(mine > rank[None, :], 0.0, 0.5))
+            other = own[:, None] != np.arange(k)[None, :]
+            info[part] = np.where(other, g * g * ev, 0.0).sum(axis=1)
+            score[part] = np.where(other, g * (s - e), 0.0).sum(axis=1)
+        sums = iter(zip(info.tolist(), score.tolist(), strict=True))
+        out: list[list[Rating]] = []
+        for j, team in enumerate(players):
+            row: list[Rating] = []
+            for i, (mu, rd, vol) in enumerate(team):
+                w = 1.0 if ws is None else ws[j][i]
+                i_n, s_n = next(sums)
+                phi2 = (rd * _Q) ** 2
+                row.append(self._updated(mu, rd, vol, phi2, w * i_n, w * s_n, w > 0.0))
             out.append(row)
         return out
 
