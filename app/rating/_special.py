@@ -94,14 +94,26 @@ def _exp_minus_square(y: Floats) -> Floats:
 
 
 def _cody_erfc_large(y: Floats) -> Floats:
-    """erfc(y) for y > 4 (down to the subnormal numbers and 0, from 27.3 on)."""
-    ysq = 1.0 / (y * y)
+    """erfc(y) for y > 4 (down to the subnormal numbers and 0, from 27.3 on); the
+    operations in place."""
+    ysq = y * y
+    np.divide(1.0, ysq, out=ysq)
     num = _P[5] * ysq
-    den = ysq
+    den = ysq.copy()
     for i in range(4):
-        num = (num + _P[i]) * ysq
-        den = (den + _Q[i]) * ysq
-    return _exp_minus_square(y) * ((_SQRPI - ysq * (num + _P[4]) / (den + _Q[4])) / y)
+        num += _P[i]
+        num *= ysq
+        den += _Q[i]
+        den *= ysq
+    num += _P[4]
+    num *= ysq
+    den += _Q[4]
+    num /= den
+    np.subtract(_SQRPI, num, out=num)
+    num /= y
+    out: Floats = _exp_minus_square(y)
+    out *= num
+    return out
 
 
 def _cody(x: Floats, complement: bool) -> Floats:
