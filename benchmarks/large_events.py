@@ -51,6 +51,8 @@ ACTIVITY_SPREAD = 1.0
 FIRST_DAY = date(2020, 1, 1)
 #: What ``ratings evaluate`` runs when no ``--algorithms`` are given.
 DEFAULT_ALGORITHMS = "trueskill,plackett_luce,elo,elo-paper,elo-full-logistic"
+#: The checkout whose ``app`` the timed commands run.
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def team_counts(events: int, median: int, largest: int, rng: np.random.Generator) -> list[int]:
@@ -129,7 +131,7 @@ def write_file(
 
 
 def _ratings_command() -> list[str]:
-    """The ``ratings`` command of this interpreter's environment."""
+    """The ``ratings`` command of this checkout (run from its root), this interpreter."""
     return [sys.executable, "-m", "app.cli"]
 
 
@@ -137,7 +139,7 @@ def _run(argv: list[str]) -> tuple[dict[str, Any], float, float]:
     """Run a ``ratings`` command with JSON output; its result, wall and processor seconds."""
     started = time.perf_counter()
     before = os.times()
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=ROOT)
     after = os.times()
     wall = time.perf_counter() - started
     cpu = (after.children_user - before.children_user) + (
@@ -152,7 +154,15 @@ def _run(argv: list[str]) -> tuple[dict[str, Any], float, float]:
 def time_evaluate(path: Path, algorithms: str) -> tuple[list[dict[str, Any]], float, float]:
     """``ratings evaluate`` of the file: its result rows, wall and processor seconds."""
     out, wall, cpu = _run(
-        [*_ratings_command(), "evaluate", str(path), "--algorithms", algorithms, "--format", "json"]
+        [
+            *_ratings_command(),
+            "evaluate",
+            str(path.resolve()),
+            "--algorithms",
+            algorithms,
+            "--format",
+            "json",
+        ]
     )
     rows: list[dict[str, Any]] = out["results"]
     return rows, wall, cpu
@@ -166,7 +176,7 @@ def time_fit(
         [
             *_ratings_command(),
             "fit",
-            str(path),
+            str(path.resolve()),
             "--algorithm",
             algorithm,
             "--max-evaluations",
