@@ -20,12 +20,14 @@ ratings as they were and goes on) or its arithmetic fails, the loss is ``predict
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
 
 from app.evaluation.data import Match
-from app.evaluation.metrics import EPS, pair_log_loss, predict
+from app.evaluation.metrics import pair_log_loss, predict
+from app.evaluation.pairs import match_pair_loss
 from app.rating.base import Rating, RatingInputError, RatingModel
 from app.rating.replay import ReplayMatch, replay
 
@@ -60,7 +62,6 @@ class PairLoss:
 
     def _from_ratings(self, model: RatingModel, mu: list[float], sigma: list[float]) -> float:
         """The loss from every participant's rating before its match (``predict``'s sum)."""
-        win_probabilities = model.win_probabilities
         losses = np.zeros(len(self.matches))
         pairs = 0
         offsets = self._offsets
@@ -72,23 +73,9 @@ class PairLoss:
             for team in m.teams:
                 teams.append([Rating(mu[i], sigma[i]) for i in range(at, at + len(team))])
                 at += len(team)
-            weights = m.weights
-            shares = m.advantage
-            total = 0.0
-            count = 0
-            for a in range(k - 1):
-                for b in range(a + 1, k):
-                    if ranks[a] == ranks[b]:
-                        continue
-                    count += 1
-                    if k == 2:
-                        p = win_probabilities(teams, weights, shares)[0]
-                    else:
-                        w2 = None if weights is None else [weights[a], weights[b]]
-                        s2 = None if shares is None else [shares[a], shares[b]]
-                        p = win_probabilities([teams[a], teams[b]], w2, s2)[0]
-                    q = p if ranks[a] < ranks[b] else 1.0 - p
-                    total -= math.log(min(max(q, EPS), 1.0 - EPS))
-            losses[n] = total
+            ties = sum(c * (c - 1) // 2 for c in Counter(ranks).values())
+            count = k * (k - 1) // 2 - ties
+            if count:
+                losses[n] = match_pair_loss(model, teams, ranks, m.weights, m.advantage)
             pairs += count
         return float(losses.sum()) / pairs if pairs else math.nan

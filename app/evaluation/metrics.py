@@ -38,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from app.evaluation.data import Match
+from app.evaluation.pairs import EPS, count_pairs, match_pair_loss
 from app.rating.base import Rating, RatingInputError, RatingModel
 
 FloatArray = npt.NDArray[np.float64]
@@ -47,8 +48,6 @@ BoolArray = npt.NDArray[np.bool_]
 CHALLENGE_FRACTION = 0.2
 #: How much a pair predicted exactly even counts towards the prediction error.
 TIE_WEIGHT = 0.5
-#: Probabilities are clipped to [EPS, 1 - EPS] inside the logarithm of the log loss.
-EPS = 1e-15
 
 
 @dataclass(slots=True)
@@ -80,10 +79,6 @@ class Predictions:
     cpu_seconds: float
     #: player index -> (match positions, mu after each of that player's matches).
     trajectories: dict[int, tuple[list[int], list[float]]] = field(default_factory=dict)
-
-
-def _clip(p: float) -> float:
-    return min(max(p, EPS), 1.0 - EPS)
 
 
 def predict(
@@ -137,48 +132,18 @@ def predict(
             ]
         if shares is not None and size:
             strength = [s + size * a for s, a in zip(strength, shares, strict=True)]
-        bad = 0
-        even = 0
-        count = 0
-        ties = 0
-        for a in range(k - 1):
-            ra = ranks[a]
-            sa = strength[a]
-            for b in range(a + 1, k):
-                rb = ranks[b]
-                if ra == rb:
-                    ties += 1
-                    continue
-                count += 1
-                d = sa - strength[b]
-                if d == 0.0:
-                    even += 1
-                elif (d > 0.0) != (ra < rb):
-                    bad += 1
-        wrong[pos] = bad
-        tied[pos] = even
-        pairs[pos] = count
-        drawn[pos] = ties
+        count = count_pairs(strength, ranks)
+        wrong[pos] = count.wrong
+        tied[pos] = count.even
+        pairs[pos] = count.pairs
+        drawn[pos] = count.drawn
         quality[pos] = model.quality(teams, weights, shares)
         if k == 2 and ranks[0] != ranks[1]:
             p = win_probabilities(teams, weights, shares)[0]
             p_first[pos] = p
             first_won[pos] = 1.0 if ranks[0] < ranks[1] else 0.0
-        if losses is not None and count:
-            total = 0.0
-            if k == 2:
-                p = win_probabilities(teams, weights, shares)[0]
-                total = -math.log(_clip(p if ranks[0] < ranks[1] else 1.0 - p))
-            else:
-                for a in range(k - 1):
-                    for b in range(a + 1, k):
-                        if ranks[a] == ranks[b]:
-                            continue
-                        w2 = None if weights is None else [weights[a], weights[b]]
-                        s2 = None if shares is None else [shares[a], shares[b]]
-                        p = win_probabilities([teams[a], teams[b]], w2, s2)[0]
-                        total -= math.log(_clip(p if ranks[a] < ranks[b] else 1.0 - p))
-            losses[pos] = total
+        if losses is not None and count.pairs:
+            losses[pos] = match_pair_loss(model, teams, ranks, weights, shares)
         try:
             if m.scores is not None:
                 new = rate(teams, scores=m.scores, weights=weights, advantage=shares)

@@ -85,18 +85,6 @@ _Q = (
 )
 
 
-def _cody_erf_small(x: Floats) -> Floats:
-    """erf(x) for |x| <= 0.46875."""
-    ysq = x * x
-    num = _A[4] * ysq
-    den = ysq
-    for i in range(3):
-        num = (num + _A[i]) * ysq
-        den = (den + _B[i]) * ysq
-    out: Floats = x * (num + _A[3]) / (den + _B[3])
-    return out
-
-
 def _exp_minus_square(y: Floats) -> Floats:
     """exp(-y * y) without the rounding error of y * y: y is split at a multiple of 1/16,
     whose square is exact."""
@@ -105,50 +93,101 @@ def _exp_minus_square(y: Floats) -> Floats:
     return out
 
 
-def _cody_erfc_middle(y: Floats) -> Floats:
-    """erfc(y) for 0.46875 < y <= 4."""
-    num = _C[8] * y
-    den = y
-    for i in range(7):
-        num = (num + _C[i]) * y
-        den = (den + _D[i]) * y
-    return _exp_minus_square(y) * ((num + _C[7]) / (den + _D[7]))
-
-
 def _cody_erfc_large(y: Floats) -> Floats:
-    """erfc(y) for y > 4 (down to the subnormal numbers and 0, from 27.3 on)."""
-    ysq = 1.0 / (y * y)
+    """erfc(y) for y > 4 (down to the subnormal numbers and 0, from 27.3 on); the
+    operations in place."""
+    ysq = y * y
+    np.divide(1.0, ysq, out=ysq)
     num = _P[5] * ysq
-    den = ysq
+    den = ysq.copy()
     for i in range(4):
-        num = (num + _P[i]) * ysq
-        den = (den + _Q[i]) * ysq
-    return _exp_minus_square(y) * ((_SQRPI - ysq * (num + _P[4]) / (den + _Q[4])) / y)
+        num += _P[i]
+        num *= ysq
+        den += _Q[i]
+        den *= ysq
+    num += _P[4]
+    num *= ysq
+    den += _Q[4]
+    num /= den
+    np.subtract(_SQRPI, num, out=num)
+    num /= y
+    out: Floats = _exp_minus_square(y)
+    out *= num
+    return out
 
 
 def _cody(x: Floats, complement: bool) -> Floats:
-    """erf(x), or erfc(x) with ``complement``, of a flat array."""
-    out = np.empty_like(x)
-    small = np.abs(x) <= _THRESH
-    if small.any():
-        erf_small = _cody_erf_small(x[small])
-        out[small] = 1.0 - erf_small if complement else erf_small
-    rest = ~small  # NaN included
-    if rest.any():
-        xr = x[rest]
-        y = np.abs(xr)
-        tail = np.empty_like(y)  # erfc(|x|), NaN for NaN
-        middle = y <= 4.0
-        tail[middle] = _cody_erfc_middle(y[middle])
+    """erf(x), or erfc(x) with ``complement``, of a flat array.
+
+    The small-argument and middle formulas are evaluated over the whole array in place
+    (no array per operation, none picked out by a mask) and the right one chosen per
+    element; the rare arguments beyond 4 are evaluated apart. Every element takes the
+    operations of its own branch in the same order, so the values are those of each
+    branch alone.
+    """
+    y = np.abs(x)
+    small = y <= _THRESH
+    with np.errstate(all="ignore"):  # each formula outside its own range is not used
+        erf_small = _cody_erf_small(x)
+        tail = _cody_erfc_middle(y)  # erfc(|x|), NaN for NaN
+    large = y > 4.0
+    if large.any():
         with np.errstate(invalid="ignore"):  # y = inf: 0 * (0 / inf)
-            tail[~middle] = _cody_erfc_large(y[~middle])
+            tail[large] = _cody_erfc_large(y[large])
         tail[np.isinf(y)] = 0.0
-        if complement:
-            out[rest] = np.where(xr < 0.0, 2.0 - tail, tail)
-        else:
-            magnitude = (0.5 - tail) + 0.5
-            out[rest] = np.where(xr < 0.0, -magnitude, magnitude)
+    if complement:
+        out: Floats = np.where(small, 1.0 - erf_small, np.where(x < 0.0, 2.0 - tail, tail))
+        return out
+    magnitude = (0.5 - tail) + 0.5
+    out = np.where(small, erf_small, np.where(x < 0.0, -magnitude, magnitude))
     return out
+
+
+def _cody_erf_small(x: Floats) -> Floats:
+    """erf(x) for |x| <= 0.46875 (the operations in place: no array per step)."""
+    ysq = x * x
+    num = _A[4] * ysq
+    den = ysq.copy()
+    for i in range(3):
+        num += _A[i]
+        num *= ysq
+        den += _B[i]
+        den *= ysq
+    num += _A[3]
+    num *= x
+    den += _B[3]
+    num /= den
+    return num
+
+
+def _cody_erfc_middle(y: Floats) -> Floats:
+    """erfc(y) for 0.46875 < y <= 4 (the operations in place, ``_exp_minus_square``'s
+    included)."""
+    num = _C[8] * y
+    den = y.copy()
+    for i in range(7):
+        num += _C[i]
+        num *= y
+        den += _D[i]
+        den *= y
+    num += _C[7]
+    den += _D[7]
+    num /= den
+    # _exp_minus_square(y), in place.
+    head = y * 16.0
+    np.trunc(head, out=head)
+    head /= 16.0
+    square = np.negative(head)
+    square *= head
+    np.exp(square, out=square)
+    rest = y - head
+    np.negative(rest, out=rest)
+    head += y
+    rest *= head
+    np.exp(rest, out=rest)
+    square *= rest
+    square *= num
+    return square
 
 
 def _apply(

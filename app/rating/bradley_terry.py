@@ -34,6 +34,9 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
+from app.rating.pairwise import LARGE_MATCH_TEAMS, pair_blocks
 from app.rating.params import Parameter
 from app.rating.weng_lin import PARAMETERS as _FAMILY_PARAMETERS
 from app.rating.weng_lin import WengLin, check_window, team_order
@@ -100,6 +103,8 @@ class BradleyTerryFull(WengLin):
         adds its terms in the order of q.
         """
         k = len(theta)
+        if k > LARGE_MATCH_TEAMS and factors is None:
+            return self._team_steps_array(theta, var, ranks)
         two_beta2 = 2.0 * self._beta2
         om = [0.0] * k
         de = [0.0] * k
@@ -131,6 +136,39 @@ class BradleyTerryFull(WengLin):
                 de[i] += shared
                 de[q] += shared
         return om, [d * _sqrt(v) for d, v in zip(de, var, strict=True)]
+
+    def _team_steps_array(
+        self, theta: list[float], var: list[float], ranks: list[float] | None
+    ) -> tuple[list[float], list[float]]:
+        """``_team_steps`` for many teams: the same terms over blocks of pairs
+        (``pair_blocks``), each team's added up over the rows and columns of each block (in
+        another order than the scalar loop, so equal to rounding)."""
+        k = len(theta)
+        t = np.asarray(theta, dtype=np.float64)
+        v = np.asarray(var, dtype=np.float64)
+        r = np.arange(k, dtype=np.float64) if ranks is None else np.asarray(ranks, np.float64)
+        two_beta2 = 2.0 * self._beta2
+        om = np.zeros(k)
+        de = np.zeros(k)
+        for block in pair_blocks(k):
+            i, q = block.first, block.second
+            c2 = v[i] + v[q] + two_beta2
+            c = np.sqrt(c2)
+            d = (t[i] - t[q]) / c
+            # The logistic on the side where exp cannot overflow, as ``_terms``.
+            e = np.exp(-np.abs(d))
+            ahead = d >= 0.0
+            p = np.where(ahead, 1.0 / (1.0 + e), e / (1.0 + e))
+            pq = np.where(ahead, e / (1.0 + e), 1.0 / (1.0 + e))
+            s = np.where(r[q] > r[i], 1.0, np.where(r[q] == r[i], 0.5, 0.0))
+            keep = block.upper
+            om[block.rows] += np.where(keep, (s - p) / c, 0.0).sum(axis=1)
+            om[block.cols] += np.where(keep, (1.0 - s - pq) / c, 0.0).sum(axis=0)
+            shared = np.where(keep, p * pq / (c2 * c), 0.0)
+            de[block.rows] += shared.sum(axis=1)
+            de[block.cols] += shared.sum(axis=0)
+        out: tuple[list[float], list[float]] = (om.tolist(), (de * np.sqrt(v)).tolist())
+        return out
 
 
 class BradleyTerryPart(WengLin):

@@ -114,6 +114,7 @@ from app.rating.base import (
     shifted,
     team_offsets,
 )
+from app.rating.pairwise import LARGE_MATCH_PLAYERS, LARGE_MATCH_TEAMS, TeamStrengths, pair_blocks
 from app.rating.params import ADVANTAGE, MAX_LENGTH, MAX_MEAN, MIN_LENGTH, Parameter
 from app.rating.quality import entrant_quality, gaussian_win_probabilities
 from app.rating.thurstone import order_log_likelihood
@@ -459,8 +460,10 @@ class Elo:
             return [[Rating(teams[0][0].mu + d, 0.0)], [Rating(teams[1][0].mu - d, 0.0)]]
         if self._multiplayer == "full":
             deltas = self._full_deltas(played, team_ranks, ws)
-        elif sum(len(team) for team in teams) <= _SMALL_MATCH:
+        elif (players := sum(len(team) for team in teams)) <= _SMALL_MATCH:
             deltas = self._pairwise_deltas_small(played, team_ranks, ws)
+        elif players > LARGE_MATCH_PLAYERS:
+            deltas = self._pairwise_deltas_blocks(played, team_ranks, ws)
         else:
             deltas = self._pairwise_deltas(played, team_ranks, ws)
         if gain != 1.0:
@@ -545,6 +548,43 @@ class Elo:
             start += n
         return out
 
+    def _pairwise_deltas_blocks(
+        self, teams: Teams, team_ranks: list[float], ws: list[list[float]] | None
+    ) -> list[list[float]]:
+        """``_pairwise_deltas`` for many players, over blocks of pairs (``pair_blocks``)
+        instead of players x players matrices. Each duel is evaluated once, from the side
+        of the earlier player, and added to one player and taken from the other: the
+        matrix form evaluates both sides and averages them, delta_ij = (d_ij - d_ji) / 2,
+        and as d_ji = -d_ij exactly in the mathematics (S_ji = 1 - S_ij, P_ji = 1 -
+        P_ij) the two agree to rounding, with half the work; the sums are zero either way.
+        """
+        r = np.array([p.mu for team in teams for p in team], dtype=np.float64)
+        sizes = [len(team) for team in teams]
+        team_of = np.repeat(np.arange(len(teams)), sizes)
+        rank = np.asarray(team_ranks, dtype=np.float64)[team_of]
+        w = None if ws is None else np.array([x for row in ws for x in row], dtype=np.float64)
+        n = r.size
+        delta = np.zeros(n)
+        for block in pair_blocks(n):
+            a, b = block.first, block.second
+            ra = rank[a]
+            rb = rank[b]
+            score = np.where(ra < rb, 1.0, np.where(ra > rb, 0.0, 0.5))
+            duel = self._duel_matrix(score, r[a] - r[b])
+            if w is not None:
+                duel = duel * (w[a] * w[b])
+            duel = np.where(block.upper & (team_of[a] != team_of[b]), duel, 0.0)
+            delta[block.rows] += duel.sum(axis=1)
+            delta[block.cols] -= duel.sum(axis=0)
+        if self._multiplayer == "pairwise_mean":
+            delta = delta / (n - np.asarray(sizes, dtype=np.float64)[team_of])
+        out: list[list[float]] = []
+        start = 0
+        for size in sizes:
+            out.append(delta[start : start + size].tolist())
+            start += size
+        return out
+
     def _full_deltas(
         self, teams: Teams, team_ranks: list[float], ws: list[list[float]] | None
     ) -> list[list[float]]:
@@ -571,7 +611,10 @@ class Elo:
                 step = self._k * np.asarray(grad_list)
             elif self._logistic:
                 rho = [x * self._rho_per_point for x in r.tolist()]
-                step = self._k * np.asarray(_plackett_luce_tie_gradient(rho, groups))
+                if len(active) > LARGE_MATCH_TEAMS:
+                    step = self._k * np.asarray(_plackett_luce_tie_gradient_array(rho, groups))
+                else:
+                    step = self._k * np.asarray(_plackett_luce_tie_gradient(rho, groups))
             else:
                 orders = _thurstone_orders(groups, r.tolist())
                 _, g = order_log_likelihood(r / self._beta, orders)
@@ -634,6 +677,28 @@ class Elo:
             p = float(_special.ndtr(z))
             return [p, 1.0 - p]
         return gaussian_win_probabilities(team_rating, [self._beta * self._beta] * len(teams))
+
+    def team_strengths(
+        self,
+        teams: Teams,
+        weights: Weights | None = None,
+        advantage: Sequence[float] | None = None,
+    ) -> TeamStrengths:
+        """Each team's (weight-averaged) mean rating R_j plus its advantage, the entrant
+        ``win_probabilities`` compares; variance 0 (``app.rating.pairwise``)."""
+        mean = np.asarray(self._entrants(teams, weights, advantage), dtype=np.float64)
+        return TeamStrengths(mean, np.zeros_like(mean))
+
+    def pair_win_probabilities(self, first: TeamStrengths, second: TeamStrengths) -> FloatArray:
+        """P(first[i] beats second[i]) = the model's P(i beats j) of the two team ratings:
+        1 / (1 + 10^(-(R_a - R_b) / scale)) or Phi((R_a - R_b) / (sqrt 2 beta)), as
+        ``win_probabilities`` of each pair alone."""
+        if self._logistic:
+            rho = first.mean * self._rho_per_point - second.mean * self._rho_per_point
+            out: FloatArray = _special.expit(rho)
+            return out
+        out = _special.ndtr((first.mean - second.mean) * self._z_per_point)
+        return out
 
     def quality(
         self,
@@ -837,6 +902,57 @@ def _plackett_luce_tie_gradient(rho: list[float], groups: list[list[int]]) -> li
         later.extend(group)
     mean = math.fsum(grad) / n
     return [g - mean for g in grad]
+
+
+def _plackett_luce_tie_gradient_array(rho: list[float], groups: list[list[int]]) -> list[float]:
+    """``_plackett_luce_tie_gradient`` for many entrants, in O(n) plus each group's subsets.
+
+    The scalar form adds, for every group G, one term to each entrant of every later
+    group and takes a fresh log-sum-exp of the later groups' strengths: O(n * groups).
+    Here the later groups' log strength comes from a running log-sum-exp over the groups
+    from the last up, and entrant j of group H loses e^(rho_j + log sum_{G < H} e^rest_G)
+    at once, rest_G being the log of G's stage denominators (``_tie_terms_small``). A
+    group of one (most of them) has the closed form own = e^(rho - log_den), rest = -log_den
+    with log_den = log(S + e^rho), taken in arrays. Sums in another order than the scalar
+    form: equal to rounding.
+    """
+    n = len(rho)
+    x = np.asarray(rho, dtype=np.float64)
+    count = len(groups)
+    group_of = np.empty(n, dtype=np.intp)
+    for g, group in enumerate(groups):
+        if len(group) > MAX_TIE_SIZE:
+            raise RatingInputError(
+                "ranks",
+                f"multiplayer 'full' averages a tie over its subsets: at most "
+                f"{MAX_TIE_SIZE} teams may tie for one place, got {len(group)}",
+            )
+        group_of[group] = g
+    own_lse = np.asarray([_log_sum_exp([rho[j] for j in group]) for group in groups])
+    # log of the strength of every group after g: a running log-sum-exp from the last up.
+    later = np.concatenate((np.logaddexp.accumulate(own_lse[::-1])[::-1][1:], [-np.inf]))
+    grad = np.ones(n)
+    rest = np.empty(count)
+    single = np.asarray([len(group) == 1 for group in groups])
+    if single.any():
+        members = np.asarray([group[0] for group in groups])[single]
+        log_den = np.logaddexp(later[single], x[members])
+        grad[members] -= np.exp(x[members] - log_den)
+        rest[single] = -log_den
+    for g in np.flatnonzero(~single).tolist():
+        group = groups[g]
+        terms = [rho[j] for j in group]
+        if len(group) <= _SMALL_TIE:
+            own, rest[g] = _tie_terms_small(terms, float(later[g]))
+        else:
+            own, rest[g] = _tie_terms_array(terms, float(later[g]))
+        grad[group] -= np.asarray(own)
+    # Every stage of an earlier group G has entrant j in its denominator.
+    earlier = np.concatenate(([-np.inf], np.logaddexp.accumulate(rest)[:-1]))
+    grad -= np.exp(x + earlier[group_of])
+    mean = math.fsum(grad.tolist()) / n
+    out: list[float] = (grad - mean).tolist()
+    return out
 
 
 def _tie_terms_small(members: list[float], log_rest: float) -> tuple[list[float], float]:

@@ -72,6 +72,8 @@ import math
 from collections.abc import Sequence
 from typing import Final
 
+import numpy as np
+
 from app.rating.base import (
     Rating,
     RatingInputError,
@@ -85,6 +87,7 @@ from app.rating.base import (
     outcome_ranks,
     team_offsets,
 )
+from app.rating.pairwise import LARGE_MATCH_TEAMS, PAIR_BLOCK, FloatArray, TeamStrengths
 from app.rating.params import ADVANTAGE, MAX_LENGTH, MAX_MEAN, MIN_LENGTH, Parameter
 from app.rating.quality import entrant_quality
 
@@ -200,6 +203,13 @@ def _expected(z: float) -> tuple[float, float]:
     e = t / (1.0 + t)
     inv = 1.0 / (1.0 + t)
     return e, t * inv * inv
+
+
+def _expected_array(z: FloatArray) -> FloatArray:
+    """``_expected``'s E elementwise: 1 / (1 + e^-z), on the side where exp cannot overflow."""
+    t = np.exp(-np.abs(z))
+    out: FloatArray = np.where(z >= 0.0, 1.0 / (1.0 + t), t / (1.0 + t))
+    return out
 
 
 def _new_volatility(sigma: float, phi2: float, info: float, score: float, tau: float) -> float:
@@ -496,6 +506,8 @@ class Glicko2:
         ws = check_weights(teams, weights)
         players = [[self._unpack(f"teams[{j}]", p) for p in team] for j, team in enumerate(teams)]
         composites = _composites(players, ws)
+        if len(teams) > LARGE_MATCH_TEAMS:
+            return self._rate_many(players, composites, team_ranks, ws, offsets)
         out: list[list[Rating]] = []
         for j, team in enumerate(players):
             # The games of team j's players: against each other team's composite, its
@@ -520,6 +532,58 @@ class Glicko2:
                     score += g * (s - e)
                 phi2 = (rd * _Q) ** 2
                 row.append(self._updated(r, rd, vol, phi2, w * info, w * score, w > 0.0))
+            out.append(row)
+        return out
+
+    def _rate_many(
+        self,
+        players: list[list[tuple[float, float, float]]],
+        composites: list[tuple[float, float]],
+        team_ranks: list[float],
+        ws: list[list[float]] | None,
+        offsets: list[float] | None = None,
+    ) -> list[list[Rating]]:
+        """``rate`` for many teams (``offsets``: the teams' advantages): each player's
+        information I and score S summed over the other teams' composites in arrays,
+        blocks of players at a time (the sums in another order than the scalar loop, so
+        equal to rounding); steps 5 to 8 as ever."""
+        k = len(players)
+        opponent = np.asarray([r for r, _ in composites], dtype=np.float64)
+        g = 1.0 / np.sqrt(1.0 + _G3 * np.asarray([phi2 for _, phi2 in composites]))
+        rank = np.asarray(team_ranks, dtype=np.float64)
+        flat = [p for team in players for p in team]
+        team_of = np.repeat(np.arange(k), [len(team) for team in players])
+        r = np.asarray([p[0] for p in flat], dtype=np.float64)
+        if offsets is not None:
+            shift = np.asarray(offsets, dtype=np.float64)
+            opponent = opponent + shift
+            r = r + shift[team_of]
+        info = np.empty(len(flat))
+        score = np.empty(len(flat))
+        rows = max(1, PAIR_BLOCK // k)
+        for start in range(0, len(flat), rows):
+            part = slice(start, start + rows)
+            own = team_of[part]
+            # _expected elementwise, on the side where exp cannot overflow.
+            z = g[None, :] * (r[part, None] - opponent[None, :]) * _Q
+            t = np.exp(-np.abs(z))
+            inv = 1.0 / (1.0 + t)
+            e = np.where(z >= 0.0, inv, t / (1.0 + t))
+            ev = t * inv * inv
+            mine = rank[own][:, None]
+            s = np.where(mine < rank[None, :], 1.0, np.where(mine > rank[None, :], 0.0, 0.5))
+            other = own[:, None] != np.arange(k)[None, :]
+            info[part] = np.where(other, g * g * ev, 0.0).sum(axis=1)
+            score[part] = np.where(other, g * (s - e), 0.0).sum(axis=1)
+        sums = iter(zip(info.tolist(), score.tolist(), strict=True))
+        out: list[list[Rating]] = []
+        for j, team in enumerate(players):
+            row: list[Rating] = []
+            for i, (mu, rd, vol) in enumerate(team):
+                w = 1.0 if ws is None else ws[j][i]
+                i_n, s_n = next(sums)
+                phi2 = (rd * _Q) ** 2
+                row.append(self._updated(mu, rd, vol, phi2, w * i_n, w * s_n, w > 0.0))
             out.append(row)
         return out
 
@@ -559,6 +623,30 @@ class Glicko2:
         e = [_exp(x - top) for x in z]
         total = math.fsum(e)
         return [x / total for x in e]
+
+    def team_strengths(
+        self,
+        teams: Teams,
+        weights: Weights | None = None,
+        advantage: Sequence[float] | None = None,
+    ) -> TeamStrengths:
+        """Each team's composite opponent: its (weighted) mean rating plus its advantage,
+        and mean phi^2 (module docstring, "Predictions"; ``app.rating.pairwise``)."""
+        check_teams(teams, bayesian=True)
+        ws = check_weights(teams, weights)
+        offsets = team_offsets(self._advantage, len(teams), advantage)
+        players = [[self._unpack(f"teams[{j}]", p) for p in team] for j, team in enumerate(teams)]
+        composites = _composites(players, ws)
+        mean = np.asarray([r for r, _ in composites], dtype=np.float64)
+        if offsets is not None:
+            mean = mean + np.asarray(offsets, dtype=np.float64)
+        return TeamStrengths(mean, np.asarray([phi2 for _, phi2 in composites], dtype=np.float64))
+
+    def pair_win_probabilities(self, first: TeamStrengths, second: TeamStrengths) -> FloatArray:
+        """P(first[i] beats second[i]) = 1 / (1 + exp(-g(phi_c) (mu_a - mu_b))),
+        phi_c^2 = phi_a^2 + phi_b^2: ``win_probabilities`` of each pair alone."""
+        g = 1.0 / np.sqrt(1.0 + _G3 * (first.variance + second.variance))
+        return _expected_array(g * (first.mean - second.mean) * _Q)
 
     def quality_beta(self, teams: Teams, weights: Weights | None = None) -> float:
         """The performance deviation of ``quality``: 2 * 173.7178 / (sqrt(pi) g(phi_c))."""

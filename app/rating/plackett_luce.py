@@ -47,7 +47,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 from app.rating.base import Rating, Teams, Weights
+from app.rating.pairwise import LARGE_MATCH_TEAMS, FloatArray, TeamStrengths
 from app.rating.weng_lin import PARAMETERS as _FAMILY_PARAMETERS
 from app.rating.weng_lin import WengLin, checked_rating
 
@@ -186,6 +189,66 @@ def _margin_means(
     return moved
 
 
+def _many_teams_array(x: list[float], ranks: list[float] | None) -> tuple[list[float], list[float]]:
+    """``_many_teams`` for a large k, in O(k) array operations instead of O(k * groups).
+
+    With S_g the sum of the worths of tie group g and every later one (C_q of a team of
+    group g), p_{i,g} = e_i / S_g, so team i's sums over the groups up to its own, g(i),
+    come from two prefix sums over the groups, T1_g = sum_{h <= g} 1 / S_h and
+    T2_g = sum_{h <= g} 1 / S_h^2:
+
+        omega_i = 1 / A_g(i) - e_i T1_g(i),
+        delta_i = (e_i T1_g(i)-1 - e_i^2 T2_g(i)-1) + p_{i,g(i)} (1 - p_{i,g(i)}),
+
+    the term of its own group, where p can be near 1, taken with 1 - p = (S_g(i) - e_i) /
+    S_g(i) formed from the other worths, and the earlier ones (each p (1 - p) >= 0, so
+    their rounding residue is floored at 0). Sums are taken in another order than the
+    scalar loop: the results agree with it to rounding. The same two branches: worths
+    shifted by the largest exponent when the exponents span less than ``_SHIFT_SPAN``,
+    else everything in log space (log S_g and log T by running log-sum-exps).
+    """
+    xs = np.asarray(x, dtype=np.float64)
+    k = xs.size
+    if ranks is None:
+        group = np.arange(k)
+    else:
+        r = np.asarray(ranks, dtype=np.float64)
+        order = np.argsort(r, kind="stable")
+        ordered = r[order]
+        group = np.empty(k, dtype=np.intp)
+        group[order] = np.cumsum(np.concatenate(([False], ordered[1:] != ordered[:-1])))
+    size = np.bincount(group).astype(np.float64)
+    before = group - 1  # the last earlier group (-1: none)
+    xmax = float(xs.max())
+    if xmax - float(xs.min()) < _SHIFT_SPAN:
+        e = np.exp(xs - xmax)
+        worth = np.bincount(group, weights=e, minlength=size.size)
+        suffix = np.cumsum(worth[::-1])[::-1]
+        inv = 1.0 / suffix
+        t1 = np.concatenate((np.cumsum(inv), [0.0]))  # index -1: the empty prefix
+        t2 = np.concatenate((np.cumsum(inv * inv), [0.0]))
+        own = e / suffix[group]
+        later = np.concatenate((suffix[1:], [0.0]))  # the worths of the later groups
+        rest = (later[group] + (worth[group] - e)) / suffix[group]
+        earlier = np.maximum(e * t1[before] - e * e * t2[before], 0.0)
+        omega = 1.0 / size[group] - e * t1[group]
+    else:
+        by_group = np.argsort(group, kind="stable")
+        starts = np.flatnonzero(np.concatenate(([True], np.diff(group[by_group]) != 0)))
+        log_worth = np.logaddexp.reduceat(xs[by_group], starts)
+        log_suffix = np.logaddexp.accumulate(log_worth[::-1])[::-1]
+        lt1 = np.concatenate((np.logaddexp.accumulate(-log_suffix), [-np.inf]))
+        lt2 = np.concatenate((np.logaddexp.accumulate(-2.0 * log_suffix), [-np.inf]))
+        log_own = xs - log_suffix[group]
+        own = np.exp(log_own)
+        rest = -np.expm1(log_own)
+        earlier = np.maximum(np.exp(xs + lt1[before]) - np.exp(2.0 * xs + lt2[before]), 0.0)
+        omega = 1.0 / size[group] - np.exp(xs + lt1[group])
+    delta = earlier + own * rest
+    out: tuple[list[float], list[float]] = (omega.tolist(), delta.tolist())
+    return out
+
+
 class PlackettLuce(WengLin):
     r"""The Bayesian Plackett-Luce model (Weng and Lin 2011, Algorithm 4).
 
@@ -294,7 +357,11 @@ class PlackettLuce(WengLin):
                 drawn = ranks is not None and ranks[0] == ranks[1]
                 omega, delta = _two_teams((theta[0] - theta[1]) / c, drawn)
         else:
-            omega, delta = _many_teams([t / c for t in theta], ranks)
+            x = [t / c for t in theta]
+            if k > LARGE_MATCH_TEAMS:
+                omega, delta = _many_teams_array(x, ranks)
+            else:
+                omega, delta = _many_teams(x, ranks)
         # gamma_i = sigma_i / c: Delta_i / sigma_i^2 = delta_i sigma_i / c^3.
         c3 = c2 * c
         return [o / c for o in omega], [d * _sqrt(v) / c3 for d, v in zip(delta, var, strict=True)]
@@ -328,3 +395,16 @@ class PlackettLuce(WengLin):
         e = [_exp(v - xmax) for v in x]
         total = math.fsum(e)
         return [v / total for v in e]
+
+    def pair_win_probabilities(self, first: TeamStrengths, second: TeamStrengths) -> FloatArray:
+        """P(first[i] beats second[i]) under the Plackett-Luce model of the two teams
+        alone, as ``win_probabilities`` computes it: c^2 = 2 beta^2 + sigma_a^2 + sigma_b^2,
+        x = theta / c, P = e^(x_a - m) / (e^(x_a - m) + e^(x_b - m)), m the larger x.
+        ``team_strengths`` (``WengLin``'s) gives theta_j and sigma_j^2."""
+        c = np.sqrt(2.0 * self._beta2 + first.variance + second.variance)
+        xa = first.mean / c
+        xb = second.mean / c
+        top = np.maximum(xa, xb)
+        ea = np.exp(xa - top)
+        out: FloatArray = ea / (ea + np.exp(xb - top))
+        return out

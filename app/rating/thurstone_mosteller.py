@@ -42,9 +42,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from app.rating.base import check_positive
 from app.rating.bradley_terry import WINDOW
 from app.rating.gaussian import trunc_draw, trunc_win
+from app.rating.pairwise import LARGE_MATCH_TEAMS, pair_blocks
 from app.rating.params import MAX_LENGTH, Parameter
 from app.rating.weng_lin import PARAMETERS as _FAMILY_PARAMETERS
 from app.rating.weng_lin import WengLin, check_window, team_order
@@ -140,6 +143,8 @@ class ThurstoneMostellerFull(WengLin):
         f_qi = f_iq).
         """
         k = len(theta)
+        if k > LARGE_MATCH_TEAMS and factors is None:
+            return self._team_steps_array(theta, var, ranks)
         om = [0.0] * k
         de = [0.0] * k
         pair = self._pair
@@ -157,6 +162,44 @@ class ThurstoneMostellerFull(WengLin):
                 de[i] += b
                 de[q] += b
         return om, [d * _sqrt(v) for d, v in zip(de, var, strict=True)]
+
+    def _team_steps_array(
+        self, theta: list[float], var: list[float], ranks: list[float] | None
+    ) -> tuple[list[float], list[float]]:
+        """``_team_steps`` for many teams: ``_pair``'s terms over blocks of pairs
+        (``pair_blocks``) with the truncated-Gaussian V and W elementwise
+        (``app.rating._vector``, the same branches as ``app.rating.gaussian``), each
+        team's added up over the rows and columns of each block (in another order than
+        the scalar loop, so equal to rounding)."""
+        from app.rating import _vector
+
+        k = len(theta)
+        t = np.asarray(theta, dtype=np.float64)
+        v = np.asarray(var, dtype=np.float64)
+        r = np.arange(k, dtype=np.float64) if ranks is None else np.asarray(ranks, np.float64)
+        om = np.zeros(k)
+        de = np.zeros(k)
+        for block in pair_blocks(k):
+            i, q = block.first, block.second
+            c = np.sqrt(v[i] + v[q] + 2.0 * self._beta2) * self._C_FACTOR
+            x = (t[i] - t[q]) / c
+            e = self._epsilon / c
+            # A loss is the win of the other side: V(-x) negated, the same W.
+            sign = np.where(r[q] < r[i], -1.0, 1.0)
+            step, one_minus_w = _vector.trunc_win(sign * x, e)
+            step = sign * step
+            drawn = r[q] == r[i]
+            if drawn.any():
+                step[drawn], one_minus_w[drawn] = _vector.trunc_draw(x[drawn], e[drawn])
+            keep = block.upper
+            a = np.where(keep, step / c, 0.0)
+            b = np.where(keep, (1.0 - one_minus_w) / (c * c * c), 0.0)
+            om[block.rows] += a.sum(axis=1)
+            om[block.cols] -= a.sum(axis=0)
+            de[block.rows] += b.sum(axis=1)
+            de[block.cols] += b.sum(axis=0)
+        out: tuple[list[float], list[float]] = (om.tolist(), (de * np.sqrt(v)).tolist())
+        return out
 
 
 class ThurstoneMostellerPart(ThurstoneMostellerFull):

@@ -24,6 +24,9 @@ import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
+import numpy as np
+
+from app.rating import _special
 from app.rating.base import (
     Rating,
     RatingInputError,
@@ -37,6 +40,7 @@ from app.rating.base import (
     team_offsets,
 )
 from app.rating.gaussian import interval_probability, ppf, trunc_draw, trunc_win
+from app.rating.pairwise import FloatArray, TeamStrengths
 from app.rating.params import ADVANTAGE, MAX_LENGTH, MAX_MEAN, MIN_LENGTH, Parameter
 from app.rating.quality import MIN_TEAM_VARIANCE, gaussian_win_probabilities, match_quality
 
@@ -330,6 +334,28 @@ class TrueSkill:
         """
         means, variances = self._team_performances(teams, weights, advantage)
         return gaussian_win_probabilities(means, variances)
+
+    def team_strengths(
+        self,
+        teams: Teams,
+        weights: Weights | None = None,
+        advantage: Sequence[float] | None = None,
+    ) -> TeamStrengths:
+        """Each team's performance N(m_j, s_j^2) of ``win_probabilities``: m_j = sum w mu
+        (plus its advantage), s_j^2 = sum w^2 (sigma^2 + beta^2) (``app.rating.pairwise``)."""
+        means, variances = self._team_performances(teams, weights, advantage)
+        return TeamStrengths(np.asarray(means), np.asarray(variances))
+
+    def pair_win_probabilities(self, first: TeamStrengths, second: TeamStrengths) -> FloatArray:
+        """P(first[i] beats second[i]) = Phi(z), z = (m_a - m_b) / sqrt(s_a^2 + s_b^2):
+        ``win_probabilities`` of each pair alone. The smaller of Phi(z) and Phi(-z) is
+        computed (accurate in the tail) and the other is 1 minus it, one erfc per pair;
+        ``gaussian_win_probabilities`` computes both and divides by their sum, which is
+        1 to rounding, so the two agree to a few units in the last place."""
+        z = (first.mean - second.mean) / np.sqrt(first.variance + second.variance)
+        tail = 0.5 * _special.erfc(np.abs(z) * _INV_SQRT2)
+        out: FloatArray = np.where(z >= 0.0, 1.0 - tail, tail)
+        return out
 
     def draw_probability(
         self,

@@ -29,6 +29,9 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
+import numpy as np
+
+from app.rating import _special
 from app.rating.base import (
     Rating,
     RatingInputError,
@@ -42,6 +45,7 @@ from app.rating.base import (
     team_offsets,
 )
 from app.rating.gaussian import ppf
+from app.rating.pairwise import FloatArray, TeamStrengths
 from app.rating.params import ADVANTAGE, MAX_LENGTH, MAX_MEAN, MIN_LENGTH, Parameter
 from app.rating.quality import PredictedRank, match_quality, ranks_from_pairwise
 
@@ -539,6 +543,24 @@ class WengLin(ABC):
                 d = theta[i] - theta[j]
                 total += _cdf((eps - d) / c) - _cdf((-d - eps) / c)
         return total / (k * (k - 1) // 2)
+
+    def team_strengths(
+        self,
+        teams: Teams,
+        weights: Weights | None = None,
+        advantage: Sequence[float] | None = None,
+    ) -> TeamStrengths:
+        """Each team's (theta_j, sigma_j^2) of ``win_probabilities``: sum w mu (plus its
+        advantage) and sum w^2 sigma^2, no tau (``app.rating.pairwise``)."""
+        theta, var = self._prediction_sums(teams, weights, advantage)
+        return TeamStrengths(np.asarray(theta), np.asarray(var))
+
+    def pair_win_probabilities(self, first: TeamStrengths, second: TeamStrengths) -> FloatArray:
+        """P(first[i] beats second[i]) = Phi((theta_a - theta_b) / sqrt(2 beta^2 + s_a^2 +
+        s_b^2)): ``win_probabilities`` of each pair alone (``_pairwise``)."""
+        c = np.sqrt(2.0 * self._beta2 + first.variance + second.variance)
+        out: FloatArray = 0.5 * _special.erfc(-((first.mean - second.mean) / c) * _INV_SQRT2)
+        return out
 
     def win_probabilities(
         self,
