@@ -169,3 +169,31 @@ def test_bad_shares_are_refused_by_name(algorithm: str, shares: list[float], mes
             call()
         assert info.value.argument == "advantage"
         assert message in info.value.message
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_events_beyond_the_array_threshold_keep_the_advantage(algorithm: str) -> None:
+    """Past ``LARGE_MATCH_TEAMS`` the updates and pair measures run in arrays: the
+    advantage still moves the team means exactly as on the scalar paths."""
+    from app.rating.pairwise import LARGE_MATCH_TEAMS
+
+    size = _size(algorithm)
+    model = make_model(algorithm, {"advantage": size})
+    plain = make_model(algorithm)
+    base = model.rating()
+    k = LARGE_MATCH_TEAMS + 6
+    step = 7.0 if algorithm in MEAN_TEAMS else 0.2
+    teams = [[Rating(base.mu + step * ((j * 7) % 11 - 5), base.sigma)] for j in range(k)]
+    shares = [1.0 if j % 5 == 0 else 0.0 for j in range(k)]
+    moved = _moved(teams, [size * a for a in shares], algorithm)
+    ranks = [float(j // 3) for j in range(k)]
+    new = model.rate(teams, ranks=ranks, advantage=shares)
+    want = plain.rate(moved, ranks=ranks)
+    for (r,), (rm,), (o,), (om,) in zip(new, want, teams, moved, strict=True):
+        assert r.mu - o.mu == pytest.approx(rm.mu - om.mu, rel=1e-7, abs=1e-9)
+        assert r.sigma == pytest.approx(rm.sigma, rel=1e-7)
+    strengths = getattr(model, "team_strengths", None)
+    if strengths is not None:
+        got = strengths(teams, None, shares)
+        expected = plain.team_strengths(moved)  # type: ignore[attr-defined]
+        assert got.mean.tolist() == pytest.approx(expected.mean.tolist(), rel=1e-12)
