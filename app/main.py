@@ -17,6 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.api.metrics import MetricsMiddleware
 from app.api.ops import router as ops_router
 from app.api.ratelimit import RateLimitMiddleware
+from app.api.reads import ReadPath
 from app.api.router import api_router
 from app.api.writer import GroupWriter
 from app.config import GC_TUNING_ENV, Settings, get_settings
@@ -218,6 +219,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     application.include_router(api_router)
     application.include_router(ops_router)
+    # The reads' own path, behind the middleware below (they see its requests too).
+    application.add_middleware(ReadPath, settings=settings)
     # Added last, runs first: the metrics see every answer, the 413s included.
     application.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
     application.add_middleware(RateLimitMiddleware)  # off unless RATINGS_RATE_LIMIT_* says

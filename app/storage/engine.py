@@ -18,7 +18,7 @@ import fcntl
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -308,6 +308,23 @@ class _SessionLocal:
 
 
 SessionLocal = _SessionLocal()
+
+
+class _ReadSession:
+    """``ReadSession()``: a new session for a read, on the read replica when
+    ``RATINGS_READ_DATABASE_URL`` names one, else on the configured database."""
+
+    def __call__(self) -> Session:
+        return session_factory(get_engine(get_settings().read_database_url))()
+
+
+ReadSession = _ReadSession()
+
+
+def read_session_factory(*, primary: bool = False) -> Callable[[], Session]:
+    """Sessions for reads: on the replica, unless ``primary`` asks for the primary (a
+    client reading its own write)."""
+    return SessionLocal if primary or not get_settings().read_database_url else ReadSession
 
 
 def _writer_lock(engine: Engine) -> threading.Lock:

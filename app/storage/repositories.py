@@ -41,7 +41,7 @@ from sqlalchemy.types import TypeEngine
 
 from app.domain import jsontext
 from app.domain.accuracy import FIELDS as TALLY_FIELDS
-from app.storage import unit_of_work
+from app.storage import unit_of_work, versions
 from app.storage.engine import is_read_only, lift_reply_bound, session_factory
 from app.storage.models import (
     LADDER_ACCURACY,
@@ -78,7 +78,9 @@ def read_ladder(*, session: Session, ladder_id: str) -> Ladder | None:
 
 def lock_ladder(*, session: Session, ladder_id: str, share: bool) -> Ladder | None:
     """The ladder, read again and row-locked: ``share`` (recording matches) lets many
-    transactions hold it at once; otherwise (changing parameters) one alone."""
+    transactions hold it at once; otherwise (changing parameters) one alone. A writer
+    takes it: the ladder's version moves when the transaction commits."""
+    versions.touch(session, ladder_id)
     return session.scalar(
         select(Ladder)
         .where(Ladder.id == ladder_id)
@@ -92,6 +94,7 @@ def add_ladder(*, session: Session, ladder: Ladder) -> None:
     ``IntegrityError`` and leaves the outer transaction usable."""
     with session.begin_nested():
         session.add(ladder)
+    versions.touch(session, ladder.id)
 
 
 def list_ladders(*, session: Session, after: str | None, limit: int) -> list[Ladder]:
@@ -1360,7 +1363,10 @@ def key_and_ladder(
 ) -> KeyAndLadder:
     """The key with this hash, the ladder, and the ladder's matches recorded under
     ``match_ids``, in one statement. On PostgreSQL the ladder's row is share-locked: its
-    parameters cannot change until the transaction ends."""
+    parameters cannot change until the transaction ends. A writer takes it: the ladder's
+    version moves when the transaction commits."""
+    if ladder_id is not None:
+        versions.touch(session, ladder_id)
     row = session.execute(
         _KEY_AND_LADDER_SQL[_dialect(session)],
         {"key_hash": key_hash, "ladder_id": ladder_id, "match_ids": _ids(session, match_ids)},

@@ -1,0 +1,118 @@
+"""Ladder versions: what a read's validator (``ETag``) is made of.
+
+A transaction that changes a ladder says so with :func:`touch` (the repositories do, where a
+writer takes the ladder: ``lock_ladder``, ``key_and_ladder``, ``add_ladder``), and
+:func:`app.storage.unit_of_work.run` calls :func:`bump` just before it commits: the
+ladder's version goes up by one in the same transaction as the change, so no snapshot of
+the database, on the primary or on a streaming replica, sees the change without the new
+version or the new version without the change. The version is the sum of
+:data:`STRIPES` rows; a writer adds to one chosen at random, so concurrent writers of one
+ladder rarely wait on the same row lock (on SQLite, where one writer runs at a time, all
+use stripe 0). The bump is the transaction's last statement and takes its ladders in
+order, so it cannot take part in a deadlock.
+
+A ladder's validator is its creation time (a ladder deleted and made again under the same
+id starts over) and its version: :func:`etag`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Iterable
+from datetime import datetime
+from functools import cache
+
+from sqlalchemy import Executable, String, bindparam, func, select, text
+from sqlalchemy.orm import Session
+
+from app.storage.models import Ladder, LadderVersion
+
+#: Rows a ladder's version is spread over.
+STRIPES = 16
+
+_TOUCHED = "ladders_changed"
+
+
+def touch(session: Session, ladder_id: str) -> None:
+    """The transaction of ``session`` changes the ladder ``ladder_id``."""
+    session.info.setdefault(_TOUCHED, set()).add(ladder_id)
+
+
+def touched(session: Session) -> frozenset[str]:
+    return frozenset(session.info.get(_TOUCHED, ()))
+
+
+@cache
+def _bump_statement() -> Executable:
+    # INSERT ... SELECT ... WHERE: a ladder deleted in this transaction has no row to count
+    # (its foreign key would refuse one). The WHERE also keeps SQLite from reading the
+    # upsert's ON as a join's.
+    return text(
+        "INSERT INTO ladder_versions (ladder_id, stripe, version) "
+        "SELECT id, :stripe, 1 FROM ladders WHERE id = :ladder_id "
+        "ON CONFLICT (ladder_id, stripe) DO UPDATE SET version = ladder_versions.version + 1"
+    ).bindparams(bindparam("ladder_id", type_=String))
+
+
+def bump(session: Session) -> None:
+    """Add one to the version of every ladder this transaction changed (its last
+    statement, ladders in order)."""
+    ladders = session.info.pop(_TOUCHED, None)
+    if not ladders:
+        return
+    dialect = session.get_bind().dialect.name
+    stripe = random.randrange(STRIPES) if dialect == "postgresql" else 0
+    statement = _bump_statement()
+    for ladder_id in sorted(ladders):
+        session.execute(statement, {"ladder_id": ladder_id, "stripe": stripe})
+
+
+def etag(created_at: datetime, version: int) -> str:
+    """The strong validator of a ladder's reads: ``"<created>-<version>"`` in hex
+    (microseconds since the epoch, and the version)."""
+    micros = round(created_at.timestamp() * 1_000_000)
+    return f'"{micros:x}-{version:x}"'
+
+
+def combined_etag(parts: Iterable[tuple[str, datetime, int]]) -> str:
+    """One validator for reads that cover several ladders (the ladder list): every
+    ladder's id, creation and version, hashed."""
+    digest = hashlib.blake2b(digest_size=12)
+    for ladder_id, created_at, version in parts:
+        digest.update(f"{ladder_id}\x00{etag(created_at, version)}\x00".encode())
+    return f'"{digest.hexdigest()}"'
+
+
+@cache
+def _state_statement() -> Executable:
+    ladders = Ladder.__table__
+    stripes = LadderVersion.__table__
+    version = (
+        select(func.coalesce(func.sum(stripes.c.version), 0))
+        .where(stripes.c.ladder_id == ladders.c.id)
+        .scalar_subquery()
+    )
+    return select(ladders.c.created_at, version).where(
+        ladders.c.id == bindparam("ladder_id", type_=String)
+    )
+
+
+def ladder_state(session: Session, ladder_id: str) -> tuple[datetime, int] | None:
+    """The ladder's creation time and version, in one indexed statement; None when there
+    is no such ladder."""
+    row = session.execute(_state_statement(), {"ladder_id": ladder_id}).first()
+    return None if row is None else (row[0], int(row[1]))
+
+
+def ladder_states(session: Session) -> list[tuple[str, datetime, int]]:
+    """Every ladder's id, creation time and version, by id."""
+    ladders = Ladder.__table__
+    stripes = LadderVersion.__table__
+    rows = session.execute(
+        select(ladders.c.id, ladders.c.created_at, func.coalesce(func.sum(stripes.c.version), 0))
+        .select_from(ladders.outerjoin(stripes, stripes.c.ladder_id == ladders.c.id))
+        .group_by(ladders.c.id, ladders.c.created_at)
+        .order_by(ladders.c.id)
+    )
+    return [(row[0], row[1], int(row[2])) for row in rows]
