@@ -44,8 +44,9 @@ from app.api.security import Access, access_of, bearer_key
 from app.config import READ_NAMES, Settings, get_settings
 from app.errors import NotFound, error_response
 from app.services import accuracy, ladders, matches, players, predictions
+from app.services.auth import hash_key, passes_quietly
 from app.storage import unit_of_work, versions
-from app.storage.engine import read_session_factory
+from app.storage.engine import read_connection, read_session_factory
 from app.storage.models import Ladder
 
 #: The header a client sends to read from the primary rather than a replica.
@@ -333,10 +334,10 @@ def serve(
     if ladder_id is None:
         tag = versions.combined_etag(versions.ladder_states(session))
     else:
-        state = versions.ladder_state(session, ladder_id)
-        if state is None:
+        state = versions.session_state(session, ladder_id)
+        if state.created_at is None:
             raise _unknown_ladder(ladder_id)
-        tag = versions.etag(*state)
+        tag = versions.etag(state.created_at, state.version)
     if matches_tag(if_none_match, tag):
         return Answer(tag, None)
     key = (read.name, ladder_id, args, tag)
@@ -347,6 +348,75 @@ def serve(
         if cache is not None:
             cache.put(key, body)
     return Answer(tag, body)
+
+
+def _quick(
+    *,
+    read: Read,
+    ladder_id: str,
+    args: Args,
+    key: str,
+    primary: bool,
+    if_none_match: str | None,
+    cache: BodyCache | None,
+) -> Answer | None:
+    """The answer that needs no session: the validator and the key by one statement on a
+    pooled connection, then ``304`` or a body kept for the validator. None when
+    :func:`serve` must answer: nothing kept, no such ladder, or a key to refuse or whose
+    use is to be recorded."""
+    digest = hash_key(key) if key else None
+    with read_connection(primary=primary) as (dbapi, dialect):
+        state = versions.read_state(dbapi, dialect, ladder_id, digest)
+    if state.created_at is None:
+        return None
+    if digest is not None and not passes_quietly(
+        state.key_hash, state.revoked, state.last_used_at, digest
+    ):
+        return None
+    tag = versions.etag(state.created_at, state.version)
+    if matches_tag(if_none_match, tag):
+        return Answer(tag, None)
+    body = cache.get((read.name, ladder_id, args, tag)) if cache is not None else None
+    return None if body is None else Answer(tag, body)
+
+
+def answer_read(
+    *,
+    read: Read,
+    ladder_id: str | None,
+    args: Args,
+    key: str,
+    access: Access,
+    if_none_match: str | None,
+    cache: BodyCache | None,
+) -> Answer:
+    """A read's answer, in the thread it runs in: :func:`_quick`, else :func:`serve` in a
+    read transaction on the read database."""
+    if ladder_id is not None:
+        found = _quick(
+            read=read,
+            ladder_id=ladder_id,
+            args=args,
+            key=key,
+            primary=access.primary,
+            if_none_match=if_none_match,
+            cache=cache,
+        )
+        if found is not None:
+            return found
+    return unit_of_work.run(
+        partial(
+            serve,
+            read=read,
+            ladder_id=ladder_id,
+            args=args,
+            access=access,
+            if_none_match=if_none_match,
+            cache=cache,
+        ),
+        read_only=True,
+        session_factory=read_session_factory(primary=access.primary),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -410,18 +480,14 @@ class ReadPath:
             access = access_of(key, "read", primary=primary)
             answer = await to_thread.run_sync(
                 partial(
-                    unit_of_work.run,
-                    partial(
-                        serve,
-                        read=read,
-                        ladder_id=params.get("ladder"),
-                        args=args,
-                        access=access,
-                        if_none_match=_text_of(headers.get(b"if-none-match")),
-                        cache=self.cache,
-                    ),
-                    read_only=True,
-                    session_factory=read_session_factory(primary=primary),
+                    answer_read,
+                    read=read,
+                    ladder_id=params.get("ladder"),
+                    args=args,
+                    key=key,
+                    access=access,
+                    if_none_match=_text_of(headers.get(b"if-none-match")),
+                    cache=self.cache,
                 )
             )
         except Exception as exc:  # rendered exactly as the app's handlers render it

@@ -42,7 +42,13 @@ from sqlalchemy.types import TypeEngine
 from app.domain import jsontext
 from app.domain.accuracy import FIELDS as TALLY_FIELDS
 from app.storage import unit_of_work, versions
-from app.storage.engine import is_read_only, lift_reply_bound, session_factory
+from app.storage.engine import (
+    SessionLocal,
+    is_read_only,
+    lift_reply_bound,
+    on_replica,
+    session_factory,
+)
 from app.storage.models import (
     LADDER_ACCURACY,
     Job,
@@ -1714,9 +1720,16 @@ _RECORD_USE_SKIP_LOCKED = text(
 def record_key_use(*, session: Session, key_id: int, now: datetime) -> None:
     """Write a key's ``last_used_at``. On PostgreSQL in the session's transaction, skipping
     a row another request is writing already (``SKIP LOCKED``: its use is being recorded,
-    and waiting would make concurrent requests of one key queue). A SQLite read
+    and waiting would make concurrent requests of one key queue). A read on the replica
+    records it on the primary, in a short transaction of its own. A SQLite read
     transaction cannot take the write lock: a short transaction of its own records it."""
-    if _dialect(session) == "postgresql":
+    if on_replica(session):
+        # A replica takes no writes: the use goes to the primary in its own transaction.
+        unit_of_work.run(
+            lambda own: own.execute(_RECORD_USE, {"id": key_id, "now": now}),
+            session_factory=SessionLocal,
+        )
+    elif _dialect(session) == "postgresql":
         session.execute(_RECORD_USE_SKIP_LOCKED, {"id": key_id, "now": now})
     elif is_read_only(session):
         unit_of_work.run(

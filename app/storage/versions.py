@@ -22,10 +22,12 @@ import random
 from collections.abc import Iterable
 from datetime import datetime
 from functools import cache
+from typing import Any, NamedTuple
 
 from sqlalchemy import Executable, String, bindparam, func, select, text
 from sqlalchemy.orm import Session
 
+from app.domain.times import utc
 from app.storage.models import Ladder, LadderVersion
 
 #: Rows a ladder's version is spread over.
@@ -71,7 +73,7 @@ def bump(session: Session) -> None:
 def etag(created_at: datetime, version: int) -> str:
     """The strong validator of a ladder's reads: ``"<created>-<version>"`` in hex
     (microseconds since the epoch, and the version)."""
-    micros = round(created_at.timestamp() * 1_000_000)
+    micros = round(utc(created_at).timestamp() * 1_000_000)
     return f'"{micros:x}-{version:x}"'
 
 
@@ -84,25 +86,52 @@ def combined_etag(parts: Iterable[tuple[str, datetime, int]]) -> str:
     return f'"{digest.hexdigest()}"'
 
 
-@cache
-def _state_statement() -> Executable:
-    ladders = Ladder.__table__
-    stripes = LadderVersion.__table__
-    version = (
-        select(func.coalesce(func.sum(stripes.c.version), 0))
-        .where(stripes.c.ladder_id == ladders.c.id)
-        .scalar_subquery()
-    )
-    return select(ladders.c.created_at, version).where(
-        ladders.c.id == bindparam("ladder_id", type_=String)
-    )
+class State(NamedTuple):
+    """What one statement reads for a read's validator: the ladder's creation time and
+    version (None: no such ladder), and the presented key's row (None: none found)."""
+
+    created_at: datetime | None
+    version: int
+    key_hash: str | None
+    revoked: bool
+    last_used_at: datetime | None
 
 
-def ladder_state(session: Session, ladder_id: str) -> tuple[datetime, int] | None:
-    """The ladder's creation time and version, in one indexed statement; None when there
-    is no such ladder."""
-    row = session.execute(_state_statement(), {"ladder_id": ladder_id}).first()
-    return None if row is None else (row[0], int(row[1]))
+_STATE_SQL = (
+    "SELECT l.created_at, (SELECT COALESCE(SUM(v.version), 0) FROM ladder_versions v "
+    "WHERE v.ladder_id = l.id), k.key_hash, k.revoked_at IS NOT NULL, k.last_used_at "
+    "FROM (SELECT 1) AS one "
+    "LEFT JOIN ladders l ON l.id = {0} "
+    "LEFT JOIN api_keys k ON k.key_hash = {0}"
+)
+#: The statement in each driver's parameter style (a plain DB-API cursor runs it).
+STATE_SQL = {"postgresql": _STATE_SQL.format("%s"), "sqlite": _STATE_SQL.format("?")}
+
+
+def _moment(value: Any) -> datetime | None:
+    # SQLite gives the text SQLAlchemy stored; it is UTC.
+    if value is None or isinstance(value, datetime):
+        return utc(value) if value is not None else None
+    return utc(datetime.fromisoformat(str(value)))
+
+
+def read_state(dbapi_connection: Any, dialect: str, ladder_id: str, key_hash: str | None) -> State:
+    """The ladder's validator and the key's row, by one statement on a DB-API connection
+    (a pooled one, or a session's own): one snapshot, no ORM."""
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute(STATE_SQL[dialect], (ladder_id, key_hash))
+        row = cursor.fetchone()
+    finally:
+        cursor.close()
+    return State(_moment(row[0]), int(row[1] or 0), row[2], bool(row[3]), _moment(row[4]))
+
+
+def session_state(session: Session, ladder_id: str) -> State:
+    """:func:`read_state` in the transaction of ``session``."""
+    connection = session.connection()
+    dbapi = connection.connection.dbapi_connection
+    return read_state(dbapi, connection.dialect.name, ladder_id, None)
 
 
 def ladder_states(session: Session) -> list[tuple[str, datetime, int]]:
