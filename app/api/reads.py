@@ -253,6 +253,52 @@ READS: tuple[Read, ...] = (
 assert tuple(read.name for read in READS) == READ_NAMES, "app.config names every read"
 
 
+# -- the OpenAPI document ----------------------------------------------------------------------
+
+_VALIDATOR_HEADERS = {
+    "ETag": {
+        "description": "The validator of the ladder's state (every ladder's, for the list): "
+        "it changes with every write of the ladder.",
+        "schema": {"type": "string"},
+    },
+    "Cache-Control": {
+        "description": "As configured for this read (`RATINGS_CACHE_CONTROL`; `no-cache` "
+        "by default).",
+        "schema": {"type": "string"},
+    },
+}
+_IF_NONE_MATCH = {
+    "name": "If-None-Match",
+    "in": "header",
+    "required": False,
+    "description": "An `ETag` of an earlier answer (or a list, or `*`): `304 Not Modified` "
+    "while it is the ladder's current validator.",
+    "schema": {"type": "string"},
+}
+
+
+def document_validators(schema: dict[str, Any]) -> dict[str, Any]:
+    """Document in the OpenAPI ``schema`` what every read of :data:`READS` carries and
+    answers: ``ETag`` and ``Cache-Control``, ``If-None-Match`` and ``304``."""
+    paths = schema.get("paths", {})
+    for read in READS:
+        operation = paths.get(read.path, {}).get("get")
+        if operation is None:
+            continue
+        parameters = operation.setdefault("parameters", [])
+        if all(p.get("name") != "If-None-Match" for p in parameters):
+            parameters.append(_IF_NONE_MATCH)
+        responses = operation.setdefault("responses", {})
+        responses.setdefault("200", {"description": "Successful Response"})["headers"] = (
+            _VALIDATOR_HEADERS
+        )
+        responses["304"] = {
+            "description": "Not Modified: `If-None-Match` names the current validator; no body.",
+            "headers": _VALIDATOR_HEADERS,
+        }
+    return schema
+
+
 # -- the answers kept ---------------------------------------------------------------------------
 
 

@@ -219,3 +219,14 @@ def test_the_bodies_kept_stay_within_their_bytes() -> None:
     assert cache.get("huge") is None
     cache.put("a", b"1")
     assert cache.get("a") == b"1"
+
+
+def test_the_openapi_document_names_the_validators(client: TestClient) -> None:
+    from app.api.reads import READS as SERVED
+
+    paths = client.get("/openapi.json").json()["paths"]
+    for read in SERVED:
+        operation = paths[read.path]["get"]
+        assert "If-None-Match" in {p["name"] for p in operation["parameters"]}
+        assert set(operation["responses"]["304"]["headers"]) == {"ETag", "Cache-Control"}
+        assert "ETag" in operation["responses"]["200"]["headers"]
