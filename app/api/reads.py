@@ -42,6 +42,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from app.api.schemas import DEFAULT_PAGE, ID_PATTERN, MAX_PAGE, QualityRequest, parse_time
 from app.api.security import Access, access_of, bearer_key
 from app.config import READ_NAMES, Settings, get_settings
+from app.domain.ladders import LADDER_ID
 from app.errors import NotFound, error_response
 from app.services import accuracy, ladders, matches, players, predictions
 from app.services.auth import hash_key, passes_quietly
@@ -439,6 +440,8 @@ def answer_read(
     """A read's answer, in the thread it runs in: :func:`_quick`, else :func:`serve` in a
     read transaction on the read database."""
     if ladder_id is not None:
+        if not LADDER_ID.fullmatch(ladder_id):  # it cannot exist: not even looked up
+            raise _unknown_ladder(ladder_id)
         found = _quick(
             read=read,
             ladder_id=ladder_id,

@@ -1369,10 +1369,7 @@ def key_and_ladder(
 ) -> KeyAndLadder:
     """The key with this hash, the ladder, and the ladder's matches recorded under
     ``match_ids``, in one statement. On PostgreSQL the ladder's row is share-locked: its
-    parameters cannot change until the transaction ends. A writer takes it: the ladder's
-    version moves when the transaction commits."""
-    if ladder_id is not None:
-        versions.touch(session, ladder_id)
+    parameters cannot change until the transaction ends."""
     row = session.execute(
         _KEY_AND_LADDER_SQL[_dialect(session)],
         {"key_hash": key_hash, "ladder_id": ladder_id, "match_ids": _ids(session, match_ids)},
@@ -1553,6 +1550,13 @@ WITH matches_written AS (
     FROM json_to_recordset(CAST(:tallies AS JSON)) AS v(ladder_id VARCHAR, {tally_types})
     ORDER BY v.ladder_id
     ON CONFLICT (ladder_id, stripe) DO UPDATE SET {tally_sums}
+), versions_written AS (
+    -- The ladders' versions (app.storage.versions): one stripe each, ladders in id order.
+    INSERT INTO ladder_versions AS t (ladder_id, stripe, version)
+    SELECT v.ladder_id, :version_stripe, 1
+    FROM json_array_elements_text(CAST(:ladders AS JSON)) AS v(ladder_id)
+    ORDER BY v.ladder_id
+    ON CONFLICT (ladder_id, stripe) DO UPDATE SET version = t.version + 1
 )
 SELECT seq, ladder_id, match_id FROM matches_written
 """.format(
@@ -1561,7 +1565,7 @@ SELECT seq, ladder_id, match_id FROM matches_written
         tally_types=", ".join(f"{name} INT8" for name in TALLY_FIELDS),
         tally_sums=", ".join(f"{name} = t.{name} + excluded.{name}" for name in TALLY_FIELDS),
     )
-).bindparams(bindparam("stripe", type_=Integer))
+).bindparams(bindparam("stripe", type_=Integer), bindparam("version_stripe", type_=Integer))
 
 
 #: From this many matches PostgreSQL gets a recording's rows by COPY rather than in one
@@ -1625,6 +1629,8 @@ def write_recorded(
     if not matches:
         return []
     if _dialect(session) != "postgresql" or len(matches) >= COPY_MATCHES:
+        for ladder_id in ratings:
+            versions.touch(session, ladder_id)
         seqs = allocate_match_seqs(session=session, count=len(matches))
         rows, members, histories = with_seqs(seqs, matches, participants, history)
         insert_values(session=session, table=MATCHES, names=MATCH_COLUMNS, values=rows)
@@ -1687,6 +1693,9 @@ def write_recorded(
         ]
     )
     parameters["stripe"] = stripe
+    # The ladders' versions move in this statement (their last change but the commit's).
+    parameters["ladders"] = jsontext.compact(sorted(ratings))
+    parameters["version_stripe"] = versions.bumped(session, ratings)
     drawn = {
         (ladder_id, match_id): int(seq)
         for seq, ladder_id, match_id in session.execute(_WRITE_MATCHES_SQL, parameters)

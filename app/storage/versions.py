@@ -1,7 +1,8 @@
 """Ladder versions: what a read's validator (``ETag``) is made of.
 
-A transaction that changes a ladder says so with :func:`touch` (the repositories do, where a
-writer takes the ladder: ``lock_ladder``, ``key_and_ladder``, ``add_ladder``), and
+A transaction that changes a ladder says so with :func:`touch` (the repositories do: where a
+writer takes the ladder to change it, ``lock_ladder`` and ``add_ladder``, and where
+recorded matches are written, ``write_recorded``), and
 :func:`app.storage.unit_of_work.run` calls :func:`bump` just before it commits: the
 ladder's version goes up by one in the same transaction as the change, so no snapshot of
 the database, on the primary or on a streaming replica, sees the change without the new
@@ -9,7 +10,16 @@ version or the new version without the change. The version is the sum of
 :data:`STRIPES` rows; a writer adds to one chosen at random, so concurrent writers of one
 ladder rarely wait on the same row lock (on SQLite, where one writer runs at a time, all
 use stripe 0). The bump is the transaction's last statement and takes its ladders in
-order, so it cannot take part in a deadlock.
+order, so it cannot take part in a deadlock. On PostgreSQL the statement that writes
+recorded matches moves their ladders' versions itself (no statement more for a match);
+nothing of a recording's but the commit comes after it (the rating buckets' rows, taken
+at the commit, are taken in key order by every writer after its version row).
+
+A change made to the database by hand (SQL outside the service) is not seen by the
+validators until the ladder's next write: make it move the version too, in the same
+transaction (``INSERT INTO ladder_versions (ladder_id, stripe, version) VALUES
+('<ladder>', 0, 1) ON CONFLICT (ladder_id, stripe) DO UPDATE SET version =
+ladder_versions.version + 1``).
 
 A ladder's validator is its creation time (a ladder deleted and made again under the same
 id starts over) and its version: :func:`etag`.
@@ -34,6 +44,7 @@ from app.storage.models import Ladder, LadderVersion
 STRIPES = 16
 
 _TOUCHED = "ladders_changed"
+_BUMPED = "ladders_bumped"
 
 
 def touch(session: Session, ladder_id: str) -> None:
@@ -41,8 +52,22 @@ def touch(session: Session, ladder_id: str) -> None:
     session.info.setdefault(_TOUCHED, set()).add(ladder_id)
 
 
-def touched(session: Session) -> frozenset[str]:
-    return frozenset(session.info.get(_TOUCHED, ()))
+def _stripe(session: Session) -> int:
+    """This transaction's stripe (one for all its ladders)."""
+    stripe: int | None = session.info.get("version_stripe")
+    if stripe is None:
+        dialect = session.get_bind().dialect.name
+        stripe = random.randrange(STRIPES) if dialect == "postgresql" else 0
+        session.info["version_stripe"] = stripe
+    return stripe
+
+
+def bumped(session: Session, ladder_ids: Iterable[str]) -> int:
+    """The versions of ``ladder_ids`` move in a statement of the caller's (PostgreSQL's
+    write of recorded matches, whose last change they are): :func:`bump` leaves them be.
+    Returns the stripe the statement must add to."""
+    session.info.setdefault(_BUMPED, set()).update(ladder_ids)
+    return _stripe(session)
 
 
 @cache
@@ -60,11 +85,10 @@ def _bump_statement() -> Executable:
 def bump(session: Session) -> None:
     """Add one to the version of every ladder this transaction changed (its last
     statement, ladders in order)."""
-    ladders = session.info.pop(_TOUCHED, None)
+    ladders = session.info.pop(_TOUCHED, set()) - session.info.pop(_BUMPED, set())
     if not ladders:
         return
-    dialect = session.get_bind().dialect.name
-    stripe = random.randrange(STRIPES) if dialect == "postgresql" else 0
+    stripe = _stripe(session)
     statement = _bump_statement()
     for ladder_id in sorted(ladders):
         session.execute(statement, {"ladder_id": ladder_id, "stripe": stripe})
