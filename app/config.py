@@ -41,6 +41,20 @@ def default_database_url() -> str:
     return f"sqlite:///{default_database_path().as_posix()}"
 
 
+#: The API's reads, as ``RATINGS_CACHE_CONTROL`` names them (``app.api.reads``).
+READ_NAMES = (
+    "ladders",
+    "ladder",
+    "leaderboard",
+    "player",
+    "history",
+    "matches",
+    "match",
+    "accuracy",
+    "quality",
+)
+
+
 class Settings(BaseSettings):
     """The service's configuration; every field is ``RATINGS_<NAME>`` in the environment."""
 
@@ -94,11 +108,32 @@ class Settings(BaseSettings):
     readiness_timeout_s: float = Field(default=2.0, gt=0, le=60)
     #: uvicorn's log level: critical, error, warning, info, debug or trace.
     log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = "info"
+    #: A streaming replica of ``database_url`` for reads (any SQLAlchemy URL); unset: reads
+    #: go to ``database_url``. A read sent with ``Ratings-Read-From: primary`` goes there.
+    read_database_url: str | None = None
+    #: ``Cache-Control`` of the reads: ``*`` for all of them, or a read's name
+    #: (``ladders``, ``ladder``, ``leaderboard``, ``player``, ``history``, ``matches``,
+    #: ``match``, ``accuracy``, ``quality``) for one; JSON in the environment, e.g.
+    #: ``{"leaderboard": "public, max-age=5"}``. Unnamed reads get ``*``'s.
+    cache_control: dict[str, str] = Field(default_factory=dict)
+    #: Answers of reads a worker keeps for the next request of the same state, in MiB
+    #: (0: none).
+    read_cache_mb: float = Field(default=32.0, ge=0, le=65536)
 
     @property
     def database_url_is_default(self) -> bool:
         """Whether ``database_url`` is the default (``RATINGS_DATABASE_URL`` not set)."""
         return "database_url" not in self.model_fields_set
+
+    @field_validator("cache_control")
+    @classmethod
+    def _cache_control_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, header in value.items():
+            if name != "*" and name not in READ_NAMES:
+                raise ValueError(f"{name!r} is not a read: one of *, {', '.join(READ_NAMES)}")
+            if not all(" " <= char <= "~" for char in header):
+                raise ValueError(f"{name}: a header value is printable ASCII on one line")
+        return value
 
     @field_validator("log_level", mode="before")
     @classmethod

@@ -338,17 +338,34 @@ def _document_in_openapi(app: FastAPI) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
+#: Each error class the service renders, with its handler; the first that matches wins.
+_HANDLERS: tuple[tuple[type[Exception], Any], ...] = (
+    (ProblemError, _problem_error),
+    (RequestValidationError, _request_validation_error),
+    (RatingInputError, _rating_input_error),
+    (StarletteHTTPException, _http_exception),
+    (DisconnectionError, _database_unavailable),
+    (OperationalError, _database_unavailable),
+    (InterfaceError, _database_unavailable),
+    (sqlalchemy_exc.TimeoutError, _database_unavailable),
+    (IntegrityError, _integrity_error),
+    (Exception, _unexpected),
+)
+
+
+async def error_response(request: Request, exc: Exception) -> Response:
+    """The answer to ``exc`` met while serving ``request`` outside FastAPI's routing (the
+    read path, ``app.api.reads``): exactly what the handlers installed on the app give."""
+    for error_type, handler in _HANDLERS:
+        if isinstance(exc, error_type):
+            response: Response = await handler(request, exc)
+            return response
+    raise exc
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Render every error of ``app`` as ``application/problem+json`` (RFC 9457), and
     document them so in its OpenAPI document."""
     _document_in_openapi(app)
-    app.add_exception_handler(ProblemError, _problem_error)
-    app.add_exception_handler(RequestValidationError, _request_validation_error)
-    app.add_exception_handler(RatingInputError, _rating_input_error)
-    app.add_exception_handler(StarletteHTTPException, _http_exception)
-    app.add_exception_handler(DisconnectionError, _database_unavailable)
-    app.add_exception_handler(OperationalError, _database_unavailable)
-    app.add_exception_handler(InterfaceError, _database_unavailable)
-    app.add_exception_handler(sqlalchemy_exc.TimeoutError, _database_unavailable)
-    app.add_exception_handler(IntegrityError, _integrity_error)
-    app.add_exception_handler(Exception, _unexpected)
+    for error_type, handler in _HANDLERS:
+        app.add_exception_handler(error_type, handler)

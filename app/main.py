@@ -8,6 +8,7 @@ import json
 import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio.to_thread
 from fastapi import FastAPI
@@ -17,6 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.api.metrics import MetricsMiddleware
 from app.api.ops import router as ops_router
 from app.api.ratelimit import RateLimitMiddleware
+from app.api.reads import ReadPath, document_validators
 from app.api.router import api_router
 from app.api.writer import GroupWriter
 from app.config import GC_TUNING_ENV, Settings, get_settings
@@ -200,6 +202,17 @@ async def _lifespan(_app: FastAPI) -> AsyncIterator[None]:
     yield
 
 
+def _document_validators(application: FastAPI) -> None:
+    generate = application.openapi
+
+    def openapi() -> dict[str, Any]:
+        if application.openapi_schema is None:
+            application.openapi_schema = document_validators(generate())
+        return application.openapi_schema
+
+    application.openapi = openapi  # type: ignore[method-assign]
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """A new application instance (tests make one each; uvicorn serves ``app``)."""
     settings = settings or get_settings()
@@ -213,11 +226,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redirect_slashes=False,
     )
     install_error_handlers(application)
+    _document_validators(application)
     application.state.group_writer = GroupWriter(
         settings.write_group_max, settings.write_group_wait_ms / 1000
     )
     application.include_router(api_router)
     application.include_router(ops_router)
+    # The reads' own path, behind the middleware below (they see its requests too).
+    application.add_middleware(ReadPath, settings=settings)
     # Added last, runs first: the metrics see every answer, the 413s included.
     application.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
     application.add_middleware(RateLimitMiddleware)  # off unless RATINGS_RATE_LIMIT_* says

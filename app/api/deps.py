@@ -28,7 +28,7 @@ from app.config import get_settings
 from app.services import jobs, ladders
 from app.services.rerate import Rerating
 from app.storage import unit_of_work
-from app.storage.engine import is_read_only
+from app.storage.engine import SessionLocal, is_read_only, read_session_factory
 from app.storage.models import Ladder
 
 T = TypeVar("T")
@@ -62,6 +62,9 @@ async def run(access: Access, work: Callable[[Session], T], *, read_only: bool =
             unit_of_work.run,
             partial(_checked, access, work),
             read_only=access.reads or read_only,
+            session_factory=(
+                read_session_factory(primary=access.primary) if access.reads else SessionLocal
+            ),
         )
     )
 

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Depends
+from fastapi import Depends, Header
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
@@ -52,6 +52,8 @@ class Access:
 
     key: str | None
     needed: str
+    #: A read asked for the primary database (``Ratings-Read-From: primary``), not a replica.
+    primary: bool = False
 
     @property
     def reads(self) -> bool:
@@ -64,18 +66,53 @@ class Access:
             _authorize(session, self.key, self.needed)
 
 
+def access_of(presented: str, needed: str, *, primary: bool = False) -> Access:
+    """The access of a request that presented the Bearer key ``presented`` ("" for none)
+    to a route of scope ``needed``; a missing key where one is needed is a 401 at once."""
+    if not presented:
+        if needed == "read" and not get_settings().require_read_key:
+            return Access(None, needed, primary)
+        raise _missing(needed)
+    # A key presented on an open read is checked too: an unknown or revoked one is a 401
+    # (a client must learn its key is wrong before the day reads need one).
+    return Access(presented, needed, primary)
+
+
+def bearer_key(authorization: str | None) -> str:
+    """The key of an ``Authorization`` header, read as FastAPI's ``HTTPBearer`` reads it;
+    "" when there is none (no header, another scheme, nothing after the scheme)."""
+    scheme, _, credentials = (authorization or "").partition(" ")
+    credentials = credentials.strip()
+    if not (scheme and credentials) or scheme.lower() != "bearer":
+        return ""
+    return credentials
+
+
+#: ``Ratings-Read-From``: ``primary`` sends a read to the primary database when reads go to
+#: a replica (``RATINGS_READ_DATABASE_URL``).
+ReadFrom = Annotated[
+    str | None,
+    Header(
+        alias="Ratings-Read-From",
+        description="`primary`: read from the primary database rather than the read "
+        "replica (a client reading its own write); any other value, and this header "
+        "without a replica, changes nothing.",
+    ),
+]
+
+
 def _access(needed: str) -> Callable[..., Awaitable[Access]]:
     async def dependency(credentials: Credentials) -> Access:
         # Asynchronous: no trip to the thread pool; the key is checked in the route's
         # transaction.
+        return access_of(credentials.credentials if credentials is not None else "", needed)
+
+    async def read_dependency(credentials: Credentials, read_from: ReadFrom = None) -> Access:
         presented = credentials.credentials if credentials is not None else ""
-        if not presented:
-            if needed == "read" and not get_settings().require_read_key:
-                return Access(None, needed)
-            raise _missing(needed)
-        # A key presented on an open read is checked too: an unknown or revoked one is a
-        # 401 (a client must learn its key is wrong before the day reads need one).
-        return Access(presented, needed)
+        return access_of(presented, needed, primary=read_from == "primary")
+
+    if needed == "read":
+        dependency = read_dependency
 
     dependency.__name__ = f"require_{needed}"
     dependency.__doc__ = f"FastAPI dependency: the Bearer key of a route of scope {needed}."

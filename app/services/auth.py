@@ -182,6 +182,20 @@ def authenticate(session: Session, key: str) -> ApiKey | None:
     return row
 
 
+def passes_quietly(
+    stored_hash: str | None, revoked: bool, last_used_at: datetime | None, digest: str
+) -> bool:
+    """Whether a key found by its digest (``stored_hash``, None: none found) may read with
+    nothing to record: it is active, and its use was recorded within
+    :data:`LAST_USED_RESOLUTION` (every scope may read). Otherwise :func:`authenticate`
+    answers for it (its 401, or the use to record)."""
+    if stored_hash is None or revoked or not hmac.compare_digest(stored_hash, digest):
+        return False
+    return (
+        last_used_at is not None and datetime.now(UTC) - _utc(last_used_at) < LAST_USED_RESOLUTION
+    )
+
+
 def unknown_key() -> Unauthorized:
     """The 401 of a key that is unknown or revoked."""
     return Unauthorized(

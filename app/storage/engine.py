@@ -18,7 +18,7 @@ import fcntl
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -27,7 +27,7 @@ import psycopg
 from psycopg.abc import PQGen
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import InvalidatePoolError
+from sqlalchemy.exc import DBAPIError, InterfaceError, InvalidatePoolError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings, get_settings
@@ -308,6 +308,72 @@ class _SessionLocal:
 
 
 SessionLocal = _SessionLocal()
+
+
+#: ``session.info`` of a session on the read replica.
+ON_REPLICA = "on_replica"
+
+
+class _ReadSession:
+    """``ReadSession()``: a new session for a read on the read replica
+    (``RATINGS_READ_DATABASE_URL``)."""
+
+    def __call__(self) -> Session:
+        session = session_factory(get_engine(get_settings().read_database_url))()
+        session.info[ON_REPLICA] = True
+        return session
+
+
+ReadSession = _ReadSession()
+
+
+def read_session_factory(*, primary: bool = False) -> Callable[[], Session]:
+    """Sessions for reads: on the replica when there is one, unless ``primary`` asks for
+    the primary (a client reading its own write)."""
+    return SessionLocal if primary or not get_settings().read_database_url else ReadSession
+
+
+def on_replica(session: Session) -> bool:
+    """Whether ``session`` reads from the replica (it must not write)."""
+    return bool(session.info.get(ON_REPLICA))
+
+
+@contextmanager
+def read_connection(*, primary: bool = False) -> Iterator[tuple[Any, str]]:
+    """A pooled DB-API connection of the read database (as :func:`read_session_factory`
+    chooses it) and its dialect's name, for single statements of a read without a session:
+    each runs in autocommit (its own snapshot, no COMMIT to send). PostgreSQL's reply bound
+    is the settings' (``BoundedConnection``). A driver's ``OperationalError`` comes out as
+    SQLAlchemy's, as from a session, and the connection is dropped from the pool."""
+    settings = get_settings()
+    url = None if primary or not settings.read_database_url else settings.read_database_url
+    engine = get_engine(url)
+    driver = engine.dialect.loaded_dbapi
+    lost = (driver.OperationalError, driver.InterfaceError)
+    try:
+        pooled = engine.raw_connection()
+    except lost as exc:
+        raise _as_sqlalchemy(exc, driver) from exc
+    dbapi = pooled.dbapi_connection
+    bounded = dbapi if isinstance(dbapi, BoundedConnection) else None
+    try:
+        if bounded is not None:
+            bounded.reply_timeout_s = reply_timeout_s(settings.statement_timeout_ms, settings)
+            bounded.autocommit = True
+        yield dbapi, engine.dialect.name
+    except lost as exc:
+        pooled.invalidate()
+        raise _as_sqlalchemy(exc, driver) from exc
+    finally:
+        if bounded is not None and not bounded.closed:
+            bounded.autocommit = False  # as the pool's other users expect it
+        pooled.close()
+
+
+def _as_sqlalchemy(exc: Exception, driver: Any) -> DBAPIError:
+    """A driver's error as SQLAlchemy raises it from a session (what the handlers know)."""
+    kind = InterfaceError if isinstance(exc, driver.InterfaceError) else OperationalError
+    return kind(None, None, exc)
 
 
 def _writer_lock(engine: Engine) -> threading.Lock:

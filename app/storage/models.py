@@ -134,6 +134,19 @@ class RatingBucket(Base):
     players: Mapped[int] = mapped_column(BigInteger)
 
 
+class LadderVersion(Base):
+    """One stripe of a ladder's version: how many changing transactions were committed to
+    the ladder (``app.storage.versions``). The version is the sum of the stripes."""
+
+    __tablename__ = "ladder_versions"
+
+    ladder_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("ladders.id", ondelete="CASCADE"), primary_key=True
+    )
+    stripe: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    version: Mapped[int] = mapped_column(BigInteger)
+
+
 class RatingBucketDelta(Base):
     """PostgreSQL: bucket changes of an open transaction, applied to ``rating_buckets`` by
     one ordered statement when it commits (a deferred trigger), then deleted.

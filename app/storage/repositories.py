@@ -41,8 +41,14 @@ from sqlalchemy.types import TypeEngine
 
 from app.domain import jsontext
 from app.domain.accuracy import FIELDS as TALLY_FIELDS
-from app.storage import unit_of_work
-from app.storage.engine import is_read_only, lift_reply_bound, session_factory
+from app.storage import unit_of_work, versions
+from app.storage.engine import (
+    SessionLocal,
+    is_read_only,
+    lift_reply_bound,
+    on_replica,
+    session_factory,
+)
 from app.storage.models import (
     LADDER_ACCURACY,
     Job,
@@ -78,7 +84,9 @@ def read_ladder(*, session: Session, ladder_id: str) -> Ladder | None:
 
 def lock_ladder(*, session: Session, ladder_id: str, share: bool) -> Ladder | None:
     """The ladder, read again and row-locked: ``share`` (recording matches) lets many
-    transactions hold it at once; otherwise (changing parameters) one alone."""
+    transactions hold it at once; otherwise (changing parameters) one alone. A writer
+    takes it: the ladder's version moves when the transaction commits."""
+    versions.touch(session, ladder_id)
     return session.scalar(
         select(Ladder)
         .where(Ladder.id == ladder_id)
@@ -92,6 +100,7 @@ def add_ladder(*, session: Session, ladder: Ladder) -> None:
     ``IntegrityError`` and leaves the outer transaction usable."""
     with session.begin_nested():
         session.add(ladder)
+    versions.touch(session, ladder.id)
 
 
 def list_ladders(*, session: Session, after: str | None, limit: int) -> list[Ladder]:
@@ -1541,6 +1550,13 @@ WITH matches_written AS (
     FROM json_to_recordset(CAST(:tallies AS JSON)) AS v(ladder_id VARCHAR, {tally_types})
     ORDER BY v.ladder_id
     ON CONFLICT (ladder_id, stripe) DO UPDATE SET {tally_sums}
+), versions_written AS (
+    -- The ladders' versions (app.storage.versions): one stripe each, ladders in id order.
+    INSERT INTO ladder_versions AS t (ladder_id, stripe, version)
+    SELECT v.ladder_id, :version_stripe, 1
+    FROM json_array_elements_text(CAST(:ladders AS JSON)) AS v(ladder_id)
+    ORDER BY v.ladder_id
+    ON CONFLICT (ladder_id, stripe) DO UPDATE SET version = t.version + 1
 )
 SELECT seq, ladder_id, match_id FROM matches_written
 """.format(
@@ -1549,7 +1565,7 @@ SELECT seq, ladder_id, match_id FROM matches_written
         tally_types=", ".join(f"{name} INT8" for name in TALLY_FIELDS),
         tally_sums=", ".join(f"{name} = t.{name} + excluded.{name}" for name in TALLY_FIELDS),
     )
-).bindparams(bindparam("stripe", type_=Integer))
+).bindparams(bindparam("stripe", type_=Integer), bindparam("version_stripe", type_=Integer))
 
 
 #: From this many matches PostgreSQL gets a recording's rows by COPY rather than in one
@@ -1613,6 +1629,8 @@ def write_recorded(
     if not matches:
         return []
     if _dialect(session) != "postgresql" or len(matches) >= COPY_MATCHES:
+        for ladder_id in ratings:
+            versions.touch(session, ladder_id)
         seqs = allocate_match_seqs(session=session, count=len(matches))
         rows, members, histories = with_seqs(seqs, matches, participants, history)
         insert_values(session=session, table=MATCHES, names=MATCH_COLUMNS, values=rows)
@@ -1675,6 +1693,9 @@ def write_recorded(
         ]
     )
     parameters["stripe"] = stripe
+    # The ladders' versions move in this statement (their last change but the commit's).
+    parameters["ladders"] = jsontext.compact(sorted(ratings))
+    parameters["version_stripe"] = versions.bumped(session, ratings)
     drawn = {
         (ladder_id, match_id): int(seq)
         for seq, ladder_id, match_id in session.execute(_WRITE_MATCHES_SQL, parameters)
@@ -1708,9 +1729,16 @@ _RECORD_USE_SKIP_LOCKED = text(
 def record_key_use(*, session: Session, key_id: int, now: datetime) -> None:
     """Write a key's ``last_used_at``. On PostgreSQL in the session's transaction, skipping
     a row another request is writing already (``SKIP LOCKED``: its use is being recorded,
-    and waiting would make concurrent requests of one key queue). A SQLite read
+    and waiting would make concurrent requests of one key queue). A read on the replica
+    records it on the primary, in a short transaction of its own. A SQLite read
     transaction cannot take the write lock: a short transaction of its own records it."""
-    if _dialect(session) == "postgresql":
+    if on_replica(session):
+        # A replica takes no writes: the use goes to the primary in its own transaction.
+        unit_of_work.run(
+            lambda own: own.execute(_RECORD_USE, {"id": key_id, "now": now}),
+            session_factory=SessionLocal,
+        )
+    elif _dialect(session) == "postgresql":
         session.execute(_RECORD_USE_SKIP_LOCKED, {"id": key_id, "now": now})
     elif is_read_only(session):
         unit_of_work.run(

@@ -6,7 +6,8 @@ conflict (40001), or that found SQLite's database locked, was rolled back whole,
 of it was applied: ``run`` runs ``work`` again from the start, at most
 :data:`app.storage.retry.MAX_ATTEMPTS` times in all, after a short random pause, and counts each new
 run in ``ratings_transaction_retries_total`` by reason. Services and repositories never
-commit.
+commit. Just before the commit, every ladder the transaction changed gets its next version
+(:mod:`app.storage.versions`), the validator of the ladder's reads.
 
 On SQLite a writing transaction is one turn of the process's writers
 (:func:`app.storage.engine.writer_turn`), taken before ``BEGIN IMMEDIATE`` and given back after the
@@ -23,6 +24,7 @@ from typing import TypeVar
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
+from app.storage import versions
 from app.storage.engine import SessionLocal, mark_read_only, writer_turn
 from app.storage.retry import BACKOFF_S, MAX_ATTEMPTS, RETRIES, retry_reason
 
@@ -46,6 +48,7 @@ def run(
             with writer_turn(session):
                 try:
                     answer = work(session)
+                    versions.bump(session)
                     session.commit()
                 except BaseException:
                     session.rollback()

@@ -265,6 +265,9 @@ class TestSettings:
             "RATINGS_WRITE_GROUP_WAIT_MS": "0.5",
             "RATINGS_REBUILD_INLINE_MAX": "500",
             "RATINGS_JOB_LEASE_S": "12.5",
+            "RATINGS_READ_DATABASE_URL": "postgresql://u@replica:5432/d",
+            "RATINGS_CACHE_CONTROL": '{"*": "no-cache", "leaderboard": "public, max-age=5"}',
+            "RATINGS_READ_CACHE_MB": "8",
         }
         for name, value in values.items():
             monkeypatch.setenv(name, value)
@@ -293,6 +296,9 @@ class TestSettings:
             "write_group_wait_ms": 0.5,
             "rebuild_inline_max": 500,
             "job_lease_s": 12.5,
+            "read_database_url": "postgresql://u@replica:5432/d",
+            "cache_control": {"*": "no-cache", "leaderboard": "public, max-age=5"},
+            "read_cache_mb": 8.0,
         }
 
 

@@ -25,6 +25,7 @@ TABLES = {
     "rating_history",
     "jobs",
     "ladder_accuracy",
+    "ladder_versions",
 }
 
 

@@ -75,6 +75,7 @@ def test_one_match_of_known_players_takes_few_statements(
             "INSERT INTO RATING_HISTORY",
             "UPDATE RATINGS SET",
             "INSERT INTO LADDER_ACCURACY",
+            "INSERT INTO LADDER_VERSIONS",  # the ladder's version, last (app.storage.versions)
         ]
 
 

@@ -1,0 +1,563 @@
+"""The read path: the API's GET reads, answered with a validator, and without rebuilding
+what nobody changed.
+
+Every read of a ladder carries an ``ETag`` made of the ladder's creation time and version
+(:mod:`app.storage.versions`: a counter that every transaction changing the ladder moves as
+it commits), so it changes with every write, in every worker and replica at once, and a
+request whose ``If-None-Match`` names it is answered ``304 Not Modified`` after one indexed
+statement. A worker also keeps the bodies it answered (:class:`BodyCache`, by route,
+arguments and validator): the same read of an unchanged ladder costs that one statement
+and no rendering. ``Cache-Control`` is the operator's, per read (``RATINGS_CACHE_CONTROL``).
+
+:class:`ReadPath` serves these reads ahead of FastAPI's routing, which for a short read
+cost more than its queries: it matches the path against :data:`READS`, reads the query
+with the routes' own rules, and runs the key check, the validator and (when nothing is
+kept) the route's service call in one transaction, in one trip to the thread pool. The
+routes stay declared on the FastAPI app with the same services, for the OpenAPI document
+and for the requests this path does not take: one whose query it cannot read as the route
+would (FastAPI then answers, with its 422 where the query is wrong).
+
+With ``RATINGS_READ_DATABASE_URL`` reads go to a streaming replica; ``Ratings-Read-From:
+primary`` sends one to the primary (a client that must read its own write).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+from urllib.parse import parse_qsl
+
+from anyio import to_thread
+from pydantic import BaseModel, ValidationError
+from sqlalchemy.orm import Session
+from starlette.requests import Request
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from app.api.schemas import DEFAULT_PAGE, ID_PATTERN, MAX_PAGE, QualityRequest, parse_time
+from app.api.security import Access, access_of, bearer_key
+from app.config import READ_NAMES, Settings, get_settings
+from app.domain.ladders import LADDER_ID
+from app.errors import NotFound, error_response
+from app.services import accuracy, ladders, matches, players, predictions
+from app.services.auth import hash_key, passes_quietly
+from app.storage import unit_of_work, versions
+from app.storage.engine import read_connection, read_session_factory
+from app.storage.models import Ladder
+
+#: The header a client sends to read from the primary rather than a replica.
+READ_FROM = "ratings-read-from"
+
+_ID = re.compile(ID_PATTERN)
+_NUMBER = re.compile(r"[0-9]{1,10}")
+
+
+class Unread(Exception):
+    """The read path cannot read this request's query as its route does: FastAPI answers."""
+
+
+# -- the query's parameters, read as the routes read them -------------------------------------
+
+
+def _integer(query: dict[str, str], name: str, low: int, high: int) -> int | None:
+    value = query.get(name)
+    if value is None:
+        return None
+    if not _NUMBER.fullmatch(value) or not low <= int(value) <= high:
+        raise Unread(name)
+    return int(value)
+
+
+def _text(query: dict[str, str], name: str, max_length: int) -> str | None:
+    value = query.get(name)
+    if value is not None and len(value) > max_length:
+        raise Unread(name)
+    return value
+
+
+def _page(query: dict[str, str]) -> tuple[int, str | None]:
+    limit = _integer(query, "limit", 1, MAX_PAGE)
+    return (DEFAULT_PAGE if limit is None else limit), _text(query, "cursor", 1024)
+
+
+def _id(value: str) -> str:
+    if not 1 <= len(value) <= 128 or not _ID.match(value):
+        raise Unread("id")
+    return value
+
+
+# -- the reads ----------------------------------------------------------------------------------
+
+#: A read's arguments (hashable: they are part of the key of the bodies kept).
+Args = tuple[Any, ...]
+Work = Callable[[Session, str | None, Args], BaseModel | str]
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    """A GET read of the API: its name (for ``RATINGS_CACHE_CONTROL``), its route template
+    (the metrics' label), its path, how its arguments are read (path parameters and query;
+    :class:`Unread` when not as the route would), and its work on the ladder."""
+
+    name: str
+    path: str
+    pattern: re.Pattern[str]
+    args: Callable[[dict[str, str], dict[str, str]], Args]
+    work: Work
+
+
+def _read(name: str, path: str, args: Callable[..., Args], work: Work) -> Read:
+    pattern = re.compile(re.sub(r"{(\w+)}", r"(?P<\1>[^/]+)", path) + "$")
+    return Read(name, path, pattern, args, work)
+
+
+def _ladder(session: Session, ladder_id: str | None) -> Ladder:
+    """The ladder of a read's path (read, not loaded into the session)."""
+    return ladders.get_ladder(session=session, ladder_id=ladder_id or "", detached=True)
+
+
+def _leaderboard_args(params: dict[str, str], query: dict[str, str]) -> Args:
+    limit, cursor = _page(query)
+    min_matches = _integer(query, "min_matches", 0, 2**31 - 1)
+    return limit, cursor, min_matches or 0
+
+
+def _quality_args(params: dict[str, str], query: dict[str, str]) -> Args:
+    # The GET form of the quality query: the POST body's fields as JSON values.
+    fields: dict[str, Any] = {}
+    for name in ("teams", "weights", "advantage"):
+        value = query.get(name)
+        if value is not None:
+            try:
+                fields[name] = json.loads(value)
+            except ValueError:
+                raise Unread(name) from None
+    try:
+        body = QualityRequest.model_validate(fields)
+    except ValidationError:
+        raise Unread("teams") from None
+    return (body.model_dump_json(),)
+
+
+def _accuracy_args(params: dict[str, str], query: dict[str, str]) -> Args:
+    window = _integer(query, "window", 1, accuracy.MAX_WINDOW)
+    since = _text(query, "since", 64)
+    if since is None:
+        return window, None
+    try:
+        return window, parse_time(since, "since")
+    except ValueError:
+        raise Unread("since") from None
+
+
+READS: tuple[Read, ...] = (
+    _read(
+        "ladders",
+        "/v1/ladders",
+        lambda p, q: _page(q),
+        lambda session, ladder_id, args: ladders.list_ladders(
+            session=session, limit=args[0], cursor=args[1]
+        ),
+    ),
+    _read(
+        "ladder",
+        "/v1/ladders/{ladder}",
+        lambda p, q: (),
+        lambda session, ladder_id, args: ladders.ladder_view(
+            session=session, ladder=_ladder(session, ladder_id)
+        ),
+    ),
+    _read(
+        "leaderboard",
+        "/v1/ladders/{ladder}/leaderboard",
+        _leaderboard_args,
+        lambda session, ladder_id, args: players.leaderboard(
+            session=session,
+            ladder=_ladder(session, ladder_id),
+            limit=args[0],
+            cursor=args[1],
+            min_matches=args[2],
+        ),
+    ),
+    _read(
+        "player",
+        "/v1/ladders/{ladder}/players/{player_id}",
+        lambda p, q: (_id(p["player_id"]),),
+        lambda session, ladder_id, args: players.get_player(
+            session=session,
+            ladder=_ladder(session, ladder_id),
+            player_id=args[0],
+        ),
+    ),
+    _read(
+        "history",
+        "/v1/ladders/{ladder}/players/{player_id}/history",
+        lambda p, q: (_id(p["player_id"]), *_page(q)),
+        lambda session, ladder_id, args: players.player_history(
+            session=session,
+            ladder=_ladder(session, ladder_id),
+            player_id=args[0],
+            limit=args[1],
+            cursor=args[2],
+        ),
+    ),
+    _read(
+        "matches",
+        "/v1/ladders/{ladder}/matches",
+        lambda p, q: (None if q.get("player") is None else _id(q["player"]), *_page(q)),
+        lambda session, ladder_id, args: matches.list_matches(
+            session=session,
+            ladder=_ladder(session, ladder_id),
+            player_id=args[0],
+            limit=args[1],
+            cursor=args[2],
+        ),
+    ),
+    _read(
+        "match",
+        "/v1/ladders/{ladder}/matches/{match_id}",
+        lambda p, q: (_id(p["match_id"]),),
+        lambda session, ladder_id, args: matches.match_result(
+            session=session,
+            ladder=_ladder(session, ladder_id),
+            match_id=args[0],
+        ),
+    ),
+    _read(
+        "accuracy",
+        "/v1/ladders/{ladder}/accuracy",
+        _accuracy_args,
+        lambda session, ladder_id, args: accuracy.ladder_accuracy(
+            session=session,
+            ladder=_ladder(session, ladder_id),
+            window=args[0],
+            since=args[1],
+        ),
+    ),
+    _read(
+        "quality",
+        "/v1/ladders/{ladder}/quality",
+        _quality_args,
+        lambda session, ladder_id, args: predictions.predict(
+            session=session,
+            ladder=_ladder(session, ladder_id),
+            body=QualityRequest.model_validate_json(args[0]),
+        ),
+    ),
+)
+
+assert tuple(read.name for read in READS) == READ_NAMES, "app.config names every read"
+
+
+# -- the OpenAPI document ----------------------------------------------------------------------
+
+_VALIDATOR_HEADERS = {
+    "ETag": {
+        "description": "The validator of the ladder's state (every ladder's, for the list): "
+        "it changes with every write of the ladder.",
+        "schema": {"type": "string"},
+    },
+    "Cache-Control": {
+        "description": "As configured for this read (`RATINGS_CACHE_CONTROL`; `no-cache` "
+        "by default).",
+        "schema": {"type": "string"},
+    },
+}
+_IF_NONE_MATCH = {
+    "name": "If-None-Match",
+    "in": "header",
+    "required": False,
+    "description": "An `ETag` of an earlier answer (or a list, or `*`): `304 Not Modified` "
+    "while it is the ladder's current validator.",
+    "schema": {"type": "string"},
+}
+
+
+def document_validators(schema: dict[str, Any]) -> dict[str, Any]:
+    """Document in the OpenAPI ``schema`` what every read of :data:`READS` carries and
+    answers: ``ETag`` and ``Cache-Control``, ``If-None-Match`` and ``304``."""
+    paths = schema.get("paths", {})
+    for read in READS:
+        operation = paths.get(read.path, {}).get("get")
+        if operation is None:
+            continue
+        parameters = operation.setdefault("parameters", [])
+        if all(p.get("name") != "If-None-Match" for p in parameters):
+            parameters.append(_IF_NONE_MATCH)
+        responses = operation.setdefault("responses", {})
+        responses.setdefault("200", {"description": "Successful Response"})["headers"] = (
+            _VALIDATOR_HEADERS
+        )
+        responses["304"] = {
+            "description": "Not Modified: `If-None-Match` names the current validator; no body.",
+            "headers": _VALIDATOR_HEADERS,
+        }
+    return schema
+
+
+# -- the answers kept ---------------------------------------------------------------------------
+
+
+class BodyCache:
+    """The bodies of the reads a worker answered, by read, arguments and validator, the
+    least recently used dropped first once they pass ``max_bytes``. A validator changes
+    with every change of its ladder, so a body kept is never stale: it is found only by
+    a request of the same ladder state. Shared by the worker's threads."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._bodies: OrderedDict[Hashable, bytes] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> bytes | None:
+        with self._lock:
+            body = self._bodies.get(key)
+            if body is not None:
+                self._bodies.move_to_end(key)
+            return body
+
+    def put(self, key: Hashable, body: bytes) -> None:
+        if len(body) > self.max_bytes:
+            return
+        with self._lock:
+            old = self._bodies.pop(key, None)
+            if old is not None:
+                self._bytes -= len(old)
+            self._bodies[key] = body
+            self._bytes += len(body)
+            while self._bytes > self.max_bytes:
+                _, dropped = self._bodies.popitem(last=False)
+                self._bytes -= len(dropped)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._bodies.clear()
+            self._bytes = 0
+
+
+def matches_tag(if_none_match: str | None, tag: str) -> bool:
+    """Whether ``If-None-Match`` names ``tag`` (RFC 9110 13.1.2: ``*``, or a list of
+    entity tags compared weakly)."""
+    if not if_none_match:
+        return False
+    for candidate in if_none_match.split(","):
+        candidate = candidate.strip()
+        if candidate == "*" or candidate.removeprefix("W/") == tag:
+            return True
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A read's validator and body (None: ``304 Not Modified``)."""
+
+    tag: str
+    body: bytes | None
+
+
+def _unknown_ladder(ladder_id: str) -> NotFound:
+    return NotFound(f"ladder: no ladder {ladder_id[:64]!r}")
+
+
+def serve(
+    session: Session,
+    *,
+    read: Read,
+    ladder_id: str | None,
+    args: Args,
+    access: Access,
+    if_none_match: str | None,
+    cache: BodyCache | None,
+) -> Answer:
+    """The read in ``session``'s transaction: the key, the validator, then the body kept
+    for it or the route's work rendered."""
+    access.check(session)
+    if ladder_id is None:
+        tag = versions.combined_etag(versions.ladder_states(session))
+    else:
+        state = versions.session_state(session, ladder_id)
+        if state.created_at is None:
+            raise _unknown_ladder(ladder_id)
+        tag = versions.etag(state.created_at, state.version)
+    if matches_tag(if_none_match, tag):
+        return Answer(tag, None)
+    key = (read.name, ladder_id, args, tag)
+    body = cache.get(key) if cache is not None else None
+    if body is None:
+        out = read.work(session, ladder_id, args)
+        body = (out if isinstance(out, str) else out.model_dump_json()).encode()
+        if cache is not None:
+            cache.put(key, body)
+    return Answer(tag, body)
+
+
+def _quick(
+    *,
+    read: Read,
+    ladder_id: str,
+    args: Args,
+    key: str,
+    primary: bool,
+    if_none_match: str | None,
+    cache: BodyCache | None,
+) -> Answer | None:
+    """The answer that needs no session: the validator and the key by one statement on a
+    pooled connection, then ``304`` or a body kept for the validator. None when
+    :func:`serve` must answer: nothing kept, no such ladder, or a key to refuse or whose
+    use is to be recorded."""
+    digest = hash_key(key) if key else None
+    with read_connection(primary=primary) as (dbapi, dialect):
+        state = versions.read_state(dbapi, dialect, ladder_id, digest)
+    if state.created_at is None:
+        return None
+    if digest is not None and not passes_quietly(
+        state.key_hash, state.revoked, state.last_used_at, digest
+    ):
+        return None
+    tag = versions.etag(state.created_at, state.version)
+    if matches_tag(if_none_match, tag):
+        return Answer(tag, None)
+    body = cache.get((read.name, ladder_id, args, tag)) if cache is not None else None
+    return None if body is None else Answer(tag, body)
+
+
+def answer_read(
+    *,
+    read: Read,
+    ladder_id: str | None,
+    args: Args,
+    key: str,
+    access: Access,
+    if_none_match: str | None,
+    cache: BodyCache | None,
+) -> Answer:
+    """A read's answer, in the thread it runs in: :func:`_quick`, else :func:`serve` in a
+    read transaction on the read database."""
+    if ladder_id is not None:
+        if not LADDER_ID.fullmatch(ladder_id):  # it cannot exist: not even looked up
+            raise _unknown_ladder(ladder_id)
+        found = _quick(
+            read=read,
+            ladder_id=ladder_id,
+            args=args,
+            key=key,
+            primary=access.primary,
+            if_none_match=if_none_match,
+            cache=cache,
+        )
+        if found is not None:
+            return found
+    return unit_of_work.run(
+        partial(
+            serve,
+            read=read,
+            ladder_id=ladder_id,
+            args=args,
+            access=access,
+            if_none_match=if_none_match,
+            cache=cache,
+        ),
+        read_only=True,
+        session_factory=read_session_factory(primary=access.primary),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Route:
+    """What the metrics read of a matched route (``scope["route"].path``)."""
+
+    path: str
+
+
+def _headers(scope: Scope) -> dict[bytes, bytes]:
+    return {name.lower(): value for name, value in scope.get("headers", ())}
+
+
+class ReadPath:
+    """Pure ASGI: the reads of :data:`READS` served here, every other request passed on."""
+
+    def __init__(self, app: ASGIApp, settings: Settings | None = None) -> None:
+        self.app = app
+        settings = settings or get_settings()
+        self.cache = (
+            BodyCache(int(settings.read_cache_mb * 1024 * 1024))
+            if settings.read_cache_mb > 0
+            else None
+        )
+        default = settings.cache_control.get("*", "no-cache")
+        self.cache_control = {
+            read.name: settings.cache_control.get(read.name, default).encode("latin-1")
+            for read in READS
+        }
+
+    def _match(self, path: str) -> tuple[Read, dict[str, str]] | None:
+        if not path.startswith("/v1/ladders"):
+            return None
+        for read in READS:
+            found = read.pattern.match(path)
+            if found is not None:
+                return read, found.groupdict()
+        return None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "GET":
+            await self.app(scope, receive, send)
+            return
+        matched = self._match(scope["path"])
+        if matched is None:
+            await self.app(scope, receive, send)
+            return
+        read, params = matched
+        query = dict(parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True))
+        try:
+            args = read.args(params, query)
+        except Unread:
+            await self.app(scope, receive, send)
+            return
+        scope["route"] = _Route(read.path)
+        scope["path_params"] = params
+        headers = _headers(scope)
+        try:
+            primary = _text_of(headers.get(READ_FROM.encode())) == "primary"
+            key = bearer_key(_text_of(headers.get(b"authorization")))
+            access = access_of(key, "read", primary=primary)
+            answer = await to_thread.run_sync(
+                partial(
+                    answer_read,
+                    read=read,
+                    ladder_id=params.get("ladder"),
+                    args=args,
+                    key=key,
+                    access=access,
+                    if_none_match=_text_of(headers.get(b"if-none-match")),
+                    cache=self.cache,
+                )
+            )
+        except Exception as exc:  # rendered exactly as the app's handlers render it
+            response = await error_response(Request(scope), exc)
+            await response(scope, receive, send)
+            return
+        out_headers = [
+            (b"etag", answer.tag.encode("latin-1")),
+            (b"cache-control", self.cache_control[read.name]),
+        ]
+        if answer.body is None:
+            await send({"type": "http.response.start", "status": 304, "headers": out_headers})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        out_headers += [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(answer.body)).encode("latin-1")),
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": out_headers})
+        await send({"type": "http.response.body", "body": answer.body})
+
+
+def _text_of(value: bytes | None) -> str | None:
+    return None if value is None else value.decode("latin-1")

@@ -1,0 +1,378 @@
+"""Reads against the minimal app: leaderboards, players and quality at a game's scale.
+
+    .venv/bin/python benchmarks/reads.py [--players 1000000] [--launch-players 100000]
+        [--workers 2] [--connections 64,1] [--seconds 10] [--seed 1]
+        [--postgres postgresql://postgres@127.0.0.1:5432] [--format table|markdown]
+
+On a fresh PostgreSQL database (made on ``--postgres`` and dropped afterwards) two ladders:
+``big``, ``--players`` rated players with spread ratings (the rows written straight into
+``ratings``, as ``benchmarks/http.py`` seeds its big ladder), and ``launch``,
+``--launch-players`` players who have each played one 1 v 1 match at the prior, so half sit
+at the winners' rating and half at the losers' (TrueSkill's exact values, written the same
+way): a game's first day, where an exact rank must count tens of thousands of tied players.
+
+``ratings serve`` with ``--workers`` serves them, and wrk drives each read for ``--seconds``
+at each connection count (closed loop: a connection sends its next request when its answer
+is in): the leaderboard's first page, a deep keyset page (cursors at random ranks of the
+lower half), a random player with rank, and the quality of random 4 v 4 teams (its GET
+form), each also with the ``If-None-Match`` of the answer it would get (fetched once
+before). The minimal app in the same run is FastAPI serving, from memory, a body of the
+same size as the route's mean answer (``GET /body/{size}``, one route, no database); ``x
+app`` is the rate's ratio to it. The CPU columns are the workers' and the PostgreSQL
+backends' processor time per request during the timed run, from ``/proc``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+# ``benchmarks/http.py`` shares its name with the standard library's package: this folder
+# must not shadow it on the import path.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+ROOT = _HERE.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def _load_http_benchmark() -> Any:
+    spec = importlib.util.spec_from_file_location("bench_http", _HERE / "http.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = _load_http_benchmark()
+
+#: The minimal app: a body of the asked size, made once and answered from memory.
+MINIMAL_SOURCE = """\
+from fastapi import FastAPI, Response
+
+app = FastAPI()
+_bodies: dict[int, bytes] = {}
+
+
+@app.get("/body/{size}")
+async def body(size: int) -> Response:
+    made = _bodies.get(size)
+    if made is None:
+        made = _bodies[size] = b"x" * size
+    return Response(content=made, media_type="application/json")
+
+
+@app.get("/healthz")
+async def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+"""
+
+#: wrk's script: each thread cycles through the lines of a file (a path, and the
+#: ``If-None-Match`` to send or nothing), thread ``i`` of ``T`` taking lines ``i, i + T,
+#: ...``; ``done`` prints the figures as one JSON line, the non-2xx/3xx answers counted.
+WRK_SCRIPT = r"""
+local counter = 1
+function setup(thread)
+  thread:set("id", counter)
+  counter = counter + 1
+end
+
+function init(args)
+  requests = {}
+  for line in io.lines(args[1]) do
+    local path, tag = line:match("^([^\t]*)\t(.*)$")
+    requests[#requests + 1] = {path, tag}
+  end
+  step = tonumber(args[2])
+  index = id - 1
+end
+
+function request()
+  local r = requests[index % #requests + 1]
+  index = index + step
+  local headers = {}
+  if r[2] ~= "" then headers["If-None-Match"] = r[2] end
+  return wrk.format("GET", r[1], headers)
+end
+
+function done(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    '{"requests":%d,"duration_us":%d,"p50":%d,"p99":%d,"status_errors":%d,' ..
+    '"socket_errors":%d}\n',
+    summary.requests, summary.duration, latency:percentile(50),
+    latency:percentile(99), e.status, e.connect + e.read + e.write + e.timeout))
+end
+"""
+
+BIG = "big"
+LAUNCH = "launch"
+
+
+def launch_ratings(n: int, seed: int) -> Iterator[tuple[str, float, float, float]]:
+    """``n`` players after one 1 v 1 each at TrueSkill's prior: winners and losers."""
+    from app.rating.trueskill import TrueSkill
+
+    model = TrueSkill()
+    winner, loser = model.rate_1vs1(model.rating(), model.rating())
+    rng = random.Random(seed)
+    for i in range(n):
+        rating = winner if rng.random() < 0.5 else loser
+        yield f"p{i:07d}", rating.mu, rating.sigma, rating.mu - 3.0 * rating.sigma
+
+
+def seed(url: str, ladder: str, rows: Iterator[tuple[str, float, float, float]]) -> None:
+    import psycopg
+
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    with psycopg.connect(url, autocommit=True) as connection:
+        with (
+            connection.cursor() as cursor,
+            cursor.copy(
+                "COPY ratings (ladder_id, player_id, mu, sigma, conservative, matches,"
+                " last_played_at, updated_at) FROM STDIN"
+            ) as copy,
+        ):
+            for pid, mu, sigma, conservative in rows:
+                copy.write_row((ladder, pid, mu, sigma, conservative, 1, now, now))
+        connection.execute("VACUUM ANALYZE ratings")
+
+
+def deep_cursors(url: str, ladder: str, n: int, count: int, rng: random.Random) -> list[str]:
+    """Cursors after random ranks in the lower half (made with the service's encoder)."""
+    import psycopg
+
+    from app.domain.cursors import encode_cursor
+
+    cursors = []
+    with psycopg.connect(url) as connection:
+        for _ in range(count):
+            row = connection.execute(
+                "SELECT conservative, player_id FROM ratings WHERE ladder_id = %s"
+                " ORDER BY conservative DESC, player_id LIMIT 1 OFFSET %s",
+                (ladder, rng.randrange(n // 2, n - 100)),
+            ).fetchone()
+            assert row is not None
+            cursors.append(encode_cursor([row[0], row[1]]))
+    return cursors
+
+
+def paths(url: str, ladder: str, n: int, rng: random.Random) -> dict[str, list[str]]:
+    from urllib.parse import quote
+
+    base = f"/v1/ladders/{ladder}"
+    prefix = "q" if ladder == BIG else "p"
+    player = [f"{base}/players/{prefix}{rng.randrange(n):07d}" for _ in range(2000)]
+    quality = []
+    for _ in range(500):
+        ids = [f"{prefix}{i:07d}" for i in rng.sample(range(n), 8)]
+        teams = json.dumps([ids[:4], ids[4:]], separators=(",", ":"))
+        quality.append(f"{base}/quality?teams={quote(teams)}")
+    return {
+        "first page": [f"{base}/leaderboard"],
+        "deep page": [
+            f"{base}/leaderboard?cursor={c}" for c in deep_cursors(url, ladder, n, 200, rng)
+        ],
+        "player with rank": player,
+        "4 v 4 quality": quality,
+    }
+
+
+def wrk(base_url: str, connections: int, lines: list[str], seconds: float) -> dict[str, Any]:
+    threads = max(1, min(2, connections))
+    with tempfile.TemporaryDirectory(prefix="ratings-reads-") as scratch:
+        script = Path(scratch) / "reads.lua"
+        script.write_text(WRK_SCRIPT)
+        listing = Path(scratch) / "requests.tsv"
+        listing.write_text("".join(f"{line}\n" for line in lines))
+        done = subprocess.run(
+            [
+                *("wrk", f"-t{threads}", f"-c{connections}", f"-d{max(1, round(seconds))}s"),
+                *("--timeout", "60s", "-s", str(script), base_url, "--", str(listing)),
+                str(threads),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    found = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not found:
+        raise RuntimeError(f"wrk failed: {done.stdout[-800:]} {done.stderr[-800:]}")
+    figures: dict[str, Any] = json.loads(found[-1])
+    return figures
+
+
+def timed(
+    server: Any, db_url: str | None, connections: int, lines: list[str], seconds: float
+) -> dict[str, float]:
+    wrk(server.base_url, connections, lines, 1.0)  # warm-up
+    workers = server.worker_pids()
+    backends = bench.postgres_backends(db_url)
+    server_before, db_before = bench.cpu_seconds(workers), bench.cpu_seconds(backends)
+    figures = wrk(server.base_url, connections, lines, seconds)
+    count = max(1, int(figures["requests"]))
+    server_cpu = bench.cpu_delta(server_before, bench.cpu_seconds(workers))
+    db_cpu = bench.cpu_delta(db_before, bench.cpu_seconds(backends)) if db_url else 0.0
+    return {
+        "rate": figures["requests"] / (figures["duration_us"] / 1e6),
+        "p50": figures["p50"] / 1000,
+        "p99": figures["p99"] / 1000,
+        "server_cpu": server_cpu * 1000 / count,
+        "db_cpu": db_cpu * 1000 / count,
+        "errors": figures["status_errors"] + figures["socket_errors"],
+    }
+
+
+def prefetch(base_url: str, key: str, cases: dict[str, list[str]]) -> dict[str, Any]:
+    """Each path's answer once: its ETag, and each case's mean body size."""
+    import httpx
+
+    tags: dict[str, str] = {}
+    sizes: dict[str, int] = {}
+    with httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {key}"}) as http:
+        for case, listed in cases.items():
+            total = 0
+            for path in listed:
+                response = http.get(path)
+                if response.status_code != 200:
+                    raise RuntimeError(f"{path}: {response.status_code} {response.text[:200]}")
+                tags[path] = response.headers["etag"]
+                total += len(response.content)
+            sizes[case] = max(1, round(total / len(listed)))
+    return {"tags": tags, "sizes": sizes}
+
+
+def run(args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
+    import httpx
+
+    name = f"ratings_reads_{int(time.time())}"
+    url = bench.create_postgres(args.postgres, name)
+    rows: list[dict[str, Any]] = []
+    try:
+        key = bench.prepare_database(url)
+        server = bench.service_server(url, bench.free_port(), args.workers, workdir / "s.log", 64)
+        minimal_dir = workdir / "minimal"
+        minimal_dir.mkdir()
+        (minimal_dir / "ratings_ceiling.py").write_text(MINIMAL_SOURCE)
+        minimal = bench.ceiling_server(
+            minimal_dir, bench.free_port(), args.workers, workdir / "m.log"
+        )
+        server.start()
+        minimal.start()
+        try:
+            with httpx.Client(
+                base_url=server.base_url, headers={"Authorization": f"Bearer {key}"}
+            ) as admin:
+                for ladder in (BIG, LAUNCH):
+                    made = admin.post("/v1/ladders", json={"id": ladder, "algorithm": "trueskill"})
+                    assert made.status_code == 201, made.text
+            started = time.monotonic()
+            seed(url, BIG, bench.big_ratings(args.players, args.seed))
+            seed(url, LAUNCH, launch_ratings(args.launch_players, args.seed))
+            print(f"seeded in {time.monotonic() - started:.0f} s", file=sys.stderr)
+            rng = random.Random(args.seed)
+            for ladder, n in ((BIG, args.players), (LAUNCH, args.launch_players)):
+                cases = paths(url, ladder, n, rng)
+                seen = prefetch(server.base_url, key, cases)
+                for connections in args.connections:
+                    for case, listed in cases.items():
+                        size = seen["sizes"][case]
+                        app = timed(minimal, None, connections, [f"/body/{size}\t"], args.seconds)
+                        for conditional in (False, True):
+                            lines = [
+                                f"{p}\t{seen['tags'][p] if conditional else ''}" for p in listed
+                            ]
+                            got = timed(server, url, connections, lines, args.seconds)
+                            row = {
+                                "ladder": f"{ladder} ({n:,})",
+                                "connections": connections,
+                                "case": case + (" (If-None-Match)" if conditional else ""),
+                                "bytes": size,
+                                **got,
+                                "app_rate": app["rate"],
+                                "app_cpu": app["server_cpu"],
+                                "x_app": got["rate"] / app["rate"],
+                            }
+                            rows.append(row)
+                            print(json.dumps(row), file=sys.stderr)
+        finally:
+            server.stop()
+            minimal.stop()
+    finally:
+        bench.drop_postgres(args.postgres, name)
+    return rows
+
+
+def table(rows: list[dict[str, Any]], markdown: bool) -> str:
+    head = [
+        "ladder",
+        "conn",
+        "case",
+        "body B",
+        "req/s",
+        "p50 ms",
+        "p99 ms",
+        "server CPU ms",
+        "db CPU ms",
+        "app req/s",
+        "app CPU ms",
+        "x app",
+    ]
+    body = [
+        [
+            r["ladder"],
+            str(r["connections"]),
+            r["case"],
+            f"{r['bytes']:,}",
+            f"{r['rate']:,.0f}",
+            f"{r['p50']:.1f}",
+            f"{r['p99']:.1f}",
+            f"{r['server_cpu']:.2f}",
+            f"{r['db_cpu']:.2f}",
+            f"{r['app_rate']:,.0f}",
+            f"{r['app_cpu']:.2f}",
+            f"{r['x_app']:.2f}" + (f" ({r['errors']} errors)" if r["errors"] else ""),
+        ]
+        for r in rows
+    ]
+    if markdown:
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        return "\n".join(lines + ["| " + " | ".join(cells) + " |" for cells in body])
+    widths = [max(len(cells[i]) for cells in [head, *body]) for i in range(len(head))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True))
+        for cells in [head, *body]
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--players", type=int, default=1_000_000)
+    parser.add_argument("--launch-players", type=int, default=100_000)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--connections", default="64,1")
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432")
+    parser.add_argument("--format", choices=("table", "markdown"), default="table")
+    args = parser.parse_args()
+    args.connections = [int(c) for c in args.connections.split(",")]
+    with tempfile.TemporaryDirectory(prefix="ratings-reads-") as scratch:
+        rows = run(args, Path(scratch))
+    print(bench.machine())
+    print(table(rows, args.format == "markdown"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

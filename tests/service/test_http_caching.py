@@ -1,0 +1,232 @@
+"""HTTP caching of the reads: every read carries an ``ETag`` made of its ladder's state,
+answers ``304`` to a matching ``If-None-Match``, changes with every write, and carries the
+operator's ``Cache-Control``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.api.reads import BodyCache, matches_tag
+from app.config import get_settings
+from tests.service.helpers import assert_problem, create_ladder
+
+LADDER = "/v1/ladders/test"
+
+#: Every GET read of a ladder, with its query.
+READS = (
+    ("/v1/ladders", {}),
+    (LADDER, {}),
+    (f"{LADDER}/leaderboard", {"limit": 2}),
+    (f"{LADDER}/players/alice", {}),
+    (f"{LADDER}/players/alice/history", {"limit": 5}),
+    (f"{LADDER}/matches", {"player": "alice"}),
+    (f"{LADDER}/matches/m1", {}),
+    (f"{LADDER}/accuracy", {"window": 10}),
+    (f"{LADDER}/quality", {"teams": json.dumps([["alice"], ["bob"]])}),
+)
+
+
+def _seed(client: TestClient) -> None:
+    create_ladder(client)
+    for n, (winner, loser) in enumerate((("alice", "bob"), ("carol", "alice")), start=1):
+        response = client.post(
+            f"{LADDER}/matches", json={"match_id": f"m{n}", "teams": [[winner], [loser]]}
+        )
+        assert response.status_code == 201, response.text
+
+
+@pytest.fixture
+def seeded(client: TestClient) -> TestClient:
+    _seed(client)
+    return client
+
+
+def _tag(client: TestClient, path: str = f"{LADDER}/leaderboard", **query: Any) -> str:
+    response = client.get(path, params=query)
+    assert response.status_code == 200, response.text
+    tag = response.headers["etag"]
+    assert tag.startswith('"') and tag.endswith('"')
+    return tag
+
+
+@pytest.mark.parametrize(("path", "query"), READS)
+def test_every_read_has_a_validator_and_answers_not_modified(
+    seeded: TestClient, path: str, query: dict[str, Any]
+) -> None:
+    first = seeded.get(path, params=query)
+    assert first.status_code == 200, first.text
+    tag = first.headers["etag"]
+    assert first.headers["cache-control"] == "no-cache"
+    again = seeded.get(path, params=query, headers={"If-None-Match": tag})
+    assert again.status_code == 304
+    assert again.content == b""
+    assert again.headers["etag"] == tag
+    # Weak comparison, lists, and *, as RFC 9110 says.
+    for header in (f"W/{tag}", f'"other", {tag}', "*"):
+        assert seeded.get(path, params=query, headers={"If-None-Match": header}).status_code == 304
+    other = seeded.get(path, params=query, headers={"If-None-Match": '"0-0"'})
+    assert other.status_code == 200
+    assert other.content == first.content
+
+
+def test_the_get_quality_equals_the_post(seeded: TestClient) -> None:
+    body = {"teams": [["alice", "bob"], ["carol", "dave"]], "advantage": [1, 0]}
+    posted = seeded.post(f"{LADDER}/quality", json=body)
+    got = seeded.get(
+        f"{LADDER}/quality",
+        params={"teams": json.dumps(body["teams"]), "advantage": json.dumps(body["advantage"])},
+    )
+    assert posted.status_code == got.status_code == 200
+    assert got.json() == posted.json()
+    assert_problem(seeded.get(f"{LADDER}/quality", params={"teams": "[["}), 422, "teams")
+    assert_problem(
+        seeded.get(f"{LADDER}/quality", params={"teams": json.dumps([["a"], ["a"]])}), 422
+    )
+
+
+def test_a_query_the_route_refuses_is_its_422(seeded: TestClient) -> None:
+    for query in ({"limit": 0}, {"limit": "ten"}, {"limit": 1001}, {"min_matches": -1}):
+        assert_problem(seeded.get(f"{LADDER}/leaderboard", params=query), 422)
+    assert_problem(seeded.get(f"{LADDER}/leaderboard", params={"cursor": "x"}), 422, "cursor")
+    assert_problem(seeded.get(f"{LADDER}/accuracy", params={"since": "yesterday"}), 422)
+    assert_problem(seeded.get(f"{LADDER}/players/nobody"), 404, "player_id")
+    assert_problem(seeded.get("/v1/ladders/nope/leaderboard"), 404, "ladder")
+    assert_problem(seeded.get("/v1/ladders/NO PE/players/a"), 404, "ladder")
+
+
+Write = Callable[[TestClient], Any]
+
+#: Every kind of write of a ladder, each of which must change its validator.
+WRITES: dict[str, Write] = {
+    "match": lambda c: c.post(f"{LADDER}/matches", json={"teams": [["x"], ["y"]]}),
+    "batch": lambda c: c.post(
+        f"{LADDER}/matches/batch", json={"matches": [{"teams": [["x"], ["z"]]}]}
+    ),
+    "void": lambda c: c.delete(f"{LADDER}/matches/m1"),
+    "seed": lambda c: c.put(f"{LADDER}/players/newcomer", json={"mu": 30.0, "sigma": 5.0}),
+    "erase": lambda c: c.delete(f"{LADDER}/players/bob"),
+    "description": lambda c: c.patch(LADDER, json={"description": "new words"}),
+    "rebuild": lambda c: c.patch(LADDER, params={"rebuild": "true"}, json={"params": {"tau": 0.1}}),
+    "recreate": lambda c: (
+        c.delete(LADDER),
+        c.post("/v1/ladders", json={"id": "test", "algorithm": "trueskill"}),
+    ),
+}
+
+
+@pytest.mark.parametrize("write", WRITES)
+def test_every_write_changes_the_validator(seeded: TestClient, write: str) -> None:
+    tags = {path: _tag(seeded, path, **query) for path, query in READS[:2]}
+    board = _tag(seeded)
+    outcome = WRITES[write](seeded)
+    for response in outcome if isinstance(outcome, tuple) else (outcome,):
+        assert response.status_code < 300, response.text
+    assert _tag(seeded) != board
+    after = seeded.get(f"{LADDER}/leaderboard", headers={"If-None-Match": board})
+    assert after.status_code == 200
+    for path, query in READS[:2]:
+        assert _tag(seeded, path, **query) != tags[path]
+
+
+def test_a_refused_write_and_another_ladder_change_nothing(seeded: TestClient) -> None:
+    board = _tag(seeded)
+    refused = seeded.post(f"{LADDER}/matches", json={"teams": [["x"], ["x"]]})
+    assert refused.status_code == 422
+    assert _tag(seeded) == board
+    create_ladder(seeded, "other")
+    response = seeded.post("/v1/ladders/other/matches", json={"teams": [["a"], ["b"]]})
+    assert response.status_code == 201
+    assert _tag(seeded) == board
+
+
+def test_a_read_of_a_ladder_made_again_is_not_the_old_one(seeded: TestClient) -> None:
+    """A ladder deleted and made again under its id starts over at version 0: its
+    validator still differs (its creation time is in it)."""
+    create_ladder(seeded, "again")
+    tag = _tag(seeded, "/v1/ladders/again")
+    assert seeded.delete("/v1/ladders/again").status_code == 200
+    create_ladder(seeded, "again")
+    assert _tag(seeded, "/v1/ladders/again") != tag
+
+
+@pytest.fixture
+def configured(
+    database_url: str, admin_key: str, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[TestClient]:
+    monkeypatch.setenv("RATINGS_DATABASE_URL", database_url)
+    monkeypatch.setenv(
+        "RATINGS_CACHE_CONTROL", '{"*": "private, no-cache", "leaderboard": "public, max-age=5"}'
+    )
+    get_settings.cache_clear()
+    from app.main import create_app
+
+    with TestClient(create_app(), raise_server_exceptions=False) as test_client:
+        test_client.headers["Authorization"] = f"Bearer {admin_key}"
+        yield test_client
+    get_settings.cache_clear()
+
+
+def test_cache_control_is_the_operators_per_read(configured: TestClient) -> None:
+    _seed(configured)
+    board = configured.get(f"{LADDER}/leaderboard")
+    assert board.headers["cache-control"] == "public, max-age=5"
+    player = configured.get(f"{LADDER}/players/alice")
+    assert player.headers["cache-control"] == "private, no-cache"
+    tag = board.headers["etag"]
+    again = configured.get(f"{LADDER}/leaderboard", headers={"If-None-Match": tag})
+    assert again.status_code == 304
+    assert again.headers["cache-control"] == "public, max-age=5"
+
+
+def test_cache_control_names_only_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RATINGS_CACHE_CONTROL", '{"leaderbord": "max-age=5"}')
+    get_settings.cache_clear()
+    with pytest.raises(ValueError, match="leaderbord"):
+        get_settings()
+    monkeypatch.setenv("RATINGS_CACHE_CONTROL", '{"leaderboard": "max-age=5\\r\\nX: y"}')
+    get_settings.cache_clear()
+    with pytest.raises(ValueError, match="one line"):
+        get_settings()
+    get_settings.cache_clear()
+
+
+def test_if_none_match_is_read_as_rfc_9110_says() -> None:
+    tag = '"5f-3"'
+    assert matches_tag(tag, tag)
+    assert matches_tag(f" W/{tag} ", tag)
+    assert matches_tag(f'"a", W/"b", {tag}', tag)
+    assert matches_tag("*", tag)
+    assert not matches_tag(None, tag)
+    assert not matches_tag("", tag)
+    assert not matches_tag('"5f-4"', tag)
+    assert not matches_tag("5f-3", tag)
+
+
+def test_the_bodies_kept_stay_within_their_bytes() -> None:
+    cache = BodyCache(max_bytes=10)
+    cache.put("a", b"12345")
+    cache.put("b", b"12345")
+    assert cache.get("a") == b"12345"  # now the most recently used
+    cache.put("c", b"123")
+    assert cache.get("b") is None
+    assert cache.get("a") == b"12345" and cache.get("c") == b"123"
+    cache.put("huge", b"x" * 11)
+    assert cache.get("huge") is None
+    cache.put("a", b"1")
+    assert cache.get("a") == b"1"
+
+
+def test_the_openapi_document_names_the_validators(client: TestClient) -> None:
+    from app.api.reads import READS as SERVED
+
+    paths = client.get("/openapi.json").json()["paths"]
+    for read in SERVED:
+        operation = paths[read.path]["get"]
+        assert "If-None-Match" in {p["name"] for p in operation["parameters"]}
+        assert set(operation["responses"]["304"]["headers"]) == {"ETag", "Cache-Control"}
+        assert "ETag" in operation["responses"]["200"]["headers"]
