@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from http import HTTPStatus
 from typing import Any
 
@@ -327,12 +327,13 @@ def document_problems(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def _document_in_openapi(app: FastAPI) -> None:
+def extend_openapi(app: FastAPI, transform: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+    """Make ``app``'s OpenAPI document pass through ``transform`` once, when first made."""
     generate = app.openapi
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = document_problems(generate())
+            app.openapi_schema = transform(generate())
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
@@ -366,6 +367,6 @@ async def error_response(request: Request, exc: Exception) -> Response:
 def install_error_handlers(app: FastAPI) -> None:
     """Render every error of ``app`` as ``application/problem+json`` (RFC 9457), and
     document them so in its OpenAPI document."""
-    _document_in_openapi(app)
+    extend_openapi(app, document_problems)
     for error_type, handler in _HANDLERS:
         app.add_exception_handler(error_type, handler)

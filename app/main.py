@@ -8,7 +8,6 @@ import json
 import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
 
 import anyio.to_thread
 from fastapi import FastAPI
@@ -23,7 +22,13 @@ from app.api.router import api_router
 from app.api.writer import GroupWriter
 from app.config import GC_TUNING_ENV, Settings, get_settings
 from app.domain.jsontext import DuplicateKey, unique_keys
-from app.errors import InvalidInput, PayloadTooLarge, install_error_handlers, problem_response
+from app.errors import (
+    InvalidInput,
+    PayloadTooLarge,
+    extend_openapi,
+    install_error_handlers,
+    problem_response,
+)
 
 DESCRIPTION = """\
 Skill ratings for game backends: post match results, read leaderboards, ask for a
@@ -202,17 +207,6 @@ async def _lifespan(_app: FastAPI) -> AsyncIterator[None]:
     yield
 
 
-def _document_validators(application: FastAPI) -> None:
-    generate = application.openapi
-
-    def openapi() -> dict[str, Any]:
-        if application.openapi_schema is None:
-            application.openapi_schema = document_validators(generate())
-        return application.openapi_schema
-
-    application.openapi = openapi  # type: ignore[method-assign]
-
-
 def create_app(settings: Settings | None = None) -> FastAPI:
     """A new application instance (tests make one each; uvicorn serves ``app``)."""
     settings = settings or get_settings()
@@ -226,7 +220,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redirect_slashes=False,
     )
     install_error_handlers(application)
-    _document_validators(application)
+    extend_openapi(application, document_validators)
     application.state.group_writer = GroupWriter(
         settings.write_group_max, settings.write_group_wait_ms / 1000
     )

@@ -559,9 +559,9 @@ class Row:
 WRK: dict[str, float] = {}
 
 #: wrk's script: each of its threads cycles through the requests of a file (one per line:
-#: method, path and body separated by tabs), thread ``i`` of ``T`` taking requests
-#: ``i, i + T, ...``. Past the end of the list the match ids get a prefix per round, so
-#: every POSTed match is new. ``done`` prints the figures as one JSON line.
+#: method, path, body and an ``If-None-Match`` to send, separated by tabs), thread ``i``
+#: of ``T`` taking requests ``i, i + T, ...``. Past the end of the list the match ids get
+#: a prefix per round, so every POSTed match is new. ``done`` prints the figures as one JSON line.
 WRK_SCRIPT = r"""
 local counter = 1
 function setup(thread)
@@ -572,8 +572,8 @@ end
 function init(args)
   requests = {}
   for line in io.lines(args[1]) do
-    local method, path, body = line:match("^([^\t]*)\t([^\t]*)\t(.*)$")
-    requests[#requests + 1] = {method, path, body}
+    local method, path, body, tag = line:match("^([^\t]*)\t([^\t]*)\t([^\t]*)\t(.*)$")
+    requests[#requests + 1] = {method, path, body, tag}
   end
   step = tonumber(args[2])
   headers = {["Authorization"] = "Bearer " .. args[3], ["Content-Type"] = "application/json"}
@@ -590,6 +590,10 @@ function request()
     body = nil
   elseif round > 0 then
     body = (body:gsub('"match_id":"', '"match_id":"r' .. round .. '-'))
+  end
+  if r[4] ~= "" then
+    return wrk.format(r[1], r[2], {["Authorization"] = headers["Authorization"],
+      ["Content-Type"] = headers["Content-Type"], ["If-None-Match"] = r[4]}, body)
   end
   return wrk.format(r[1], r[2], headers, body)
 end
@@ -613,16 +617,21 @@ def wrk_threads(connections: int) -> int:
 def _wrk(
     base_url: str, key: str, connections: int, requests: list[list[Any]], seconds: float
 ) -> dict[str, Any]:
-    """Drive ``requests`` with wrk for ``seconds``: two threads (one per core here),
-    ``connections`` keep-alive connections, each sending its next request as soon as the
-    previous answer is in (a closed loop, like the Python client)."""
+    """Drive ``requests`` (method, path, body and optionally an ``If-None-Match``) with wrk
+    for ``seconds``: two threads (one per core here), ``connections`` keep-alive
+    connections, each sending its next request as soon as the previous answer is in (a
+    closed loop, like the Python client)."""
     threads = wrk_threads(connections)
     with tempfile.TemporaryDirectory(prefix="ratings-wrk-") as scratch:
         script = Path(scratch) / "requests.lua"
         script.write_text(WRK_SCRIPT)
         listing = Path(scratch) / "requests.tsv"
         listing.write_text(
-            "".join(f"{method}\t{path}\t{body or ''}\n" for method, path, body in requests)
+            "".join(
+                f"{request[0]}\t{request[1]}\t{request[2] or ''}\t"
+                f"{request[3] if len(request) > 3 else ''}\n"
+                for request in requests
+            )
         )
         done = subprocess.run(
             [

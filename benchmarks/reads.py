@@ -11,15 +11,16 @@ On a fresh PostgreSQL database (made on ``--postgres`` and dropped afterwards) t
 at the winners' rating and half at the losers' (TrueSkill's exact values, written the same
 way): a game's first day, where an exact rank must count tens of thousands of tied players.
 
-``ratings serve`` with ``--workers`` serves them, and wrk drives each read for ``--seconds``
-at each connection count (closed loop: a connection sends its next request when its answer
-is in): the leaderboard's first page, a deep keyset page (cursors at random ranks of the
-lower half), a random player with rank, and the quality of random 4 v 4 teams (its GET
-form), each also with the ``If-None-Match`` of the answer it would get (fetched once
-before). The minimal app in the same run is FastAPI serving, from memory, a body of the
-same size as the route's mean answer (``GET /body/{size}``, one route, no database); ``x
-app`` is the rate's ratio to it. The CPU columns are the workers' and the PostgreSQL
-backends' processor time per request during the timed run, from ``/proc``.
+``ratings serve`` with ``--workers`` serves them, and wrk (with ``benchmarks/http.py``'s
+script) drives each read for ``--seconds`` at each connection count (closed loop: a
+connection sends its next request when its answer is in): the leaderboard's first page,
+a deep keyset page (cursors at random ranks of the lower half), a random player with
+rank, and the quality of random 4 v 4 teams (its GET form), each also with the
+``If-None-Match`` of the answer it would get (fetched once before). The minimal app in
+the same run is FastAPI serving, from memory, a body of the same size as the route's
+mean answer (``GET /body/{size}``, one route, no database); ``x app`` is the rate's
+ratio to it. The CPU columns are the workers' and the PostgreSQL backends' processor
+time per request during the timed run, from ``/proc``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ import argparse
 import importlib.util
 import json
 import random
-import subprocess
 import sys
 import tempfile
 import time
@@ -75,44 +75,6 @@ async def body(size: int) -> Response:
 @app.get("/healthz")
 async def healthz() -> dict[str, str]:
     return {"status": "ok"}
-"""
-
-#: wrk's script: each thread cycles through the lines of a file (a path, and the
-#: ``If-None-Match`` to send or nothing), thread ``i`` of ``T`` taking lines ``i, i + T,
-#: ...``; ``done`` prints the figures as one JSON line, the non-2xx/3xx answers counted.
-WRK_SCRIPT = r"""
-local counter = 1
-function setup(thread)
-  thread:set("id", counter)
-  counter = counter + 1
-end
-
-function init(args)
-  requests = {}
-  for line in io.lines(args[1]) do
-    local path, tag = line:match("^([^\t]*)\t(.*)$")
-    requests[#requests + 1] = {path, tag}
-  end
-  step = tonumber(args[2])
-  index = id - 1
-end
-
-function request()
-  local r = requests[index % #requests + 1]
-  index = index + step
-  local headers = {}
-  if r[2] ~= "" then headers["If-None-Match"] = r[2] end
-  return wrk.format("GET", r[1], headers)
-end
-
-function done(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format(
-    '{"requests":%d,"duration_us":%d,"p50":%d,"p99":%d,"status_errors":%d,' ..
-    '"socket_errors":%d}\n',
-    summary.requests, summary.duration, latency:percentile(50),
-    latency:percentile(99), e.status, e.connect + e.read + e.write + e.timeout))
-end
 """
 
 BIG = "big"
@@ -188,48 +150,28 @@ def paths(url: str, ladder: str, n: int, rng: random.Random) -> dict[str, list[s
     }
 
 
-def wrk(base_url: str, connections: int, lines: list[str], seconds: float) -> dict[str, Any]:
-    threads = max(1, min(2, connections))
-    with tempfile.TemporaryDirectory(prefix="ratings-reads-") as scratch:
-        script = Path(scratch) / "reads.lua"
-        script.write_text(WRK_SCRIPT)
-        listing = Path(scratch) / "requests.tsv"
-        listing.write_text("".join(f"{line}\n" for line in lines))
-        done = subprocess.run(
-            [
-                *("wrk", f"-t{threads}", f"-c{connections}", f"-d{max(1, round(seconds))}s"),
-                *("--timeout", "60s", "-s", str(script), base_url, "--", str(listing)),
-                str(threads),
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-    found = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    if done.returncode != 0 or not found:
-        raise RuntimeError(f"wrk failed: {done.stdout[-800:]} {done.stderr[-800:]}")
-    figures: dict[str, Any] = json.loads(found[-1])
-    return figures
-
-
 def timed(
-    server: Any, db_url: str | None, connections: int, lines: list[str], seconds: float
+    server: Any, db_url: str | None, connections: int, gets: list[list[str]], seconds: float
 ) -> dict[str, float]:
-    wrk(server.base_url, connections, lines, 1.0)  # warm-up
+    """``gets`` (path and ``If-None-Match``, or "") driven by the HTTP benchmark's wrk for
+    ``seconds`` after a second's warm-up, with the CPU time the workers and the database's
+    backends spent."""
+    requests = [["GET", path, "", tag] for path, tag in gets]
+    bench._wrk(server.base_url, "", connections, requests, 1.0)
     workers = server.worker_pids()
     backends = bench.postgres_backends(db_url)
     server_before, db_before = bench.cpu_seconds(workers), bench.cpu_seconds(backends)
-    figures = wrk(server.base_url, connections, lines, seconds)
-    count = max(1, int(figures["requests"]))
+    figures = bench._wrk(server.base_url, "", connections, requests, seconds)
+    count = max(1, int(figures["count"]))
     server_cpu = bench.cpu_delta(server_before, bench.cpu_seconds(workers))
     db_cpu = bench.cpu_delta(db_before, bench.cpu_seconds(backends)) if db_url else 0.0
     return {
-        "rate": figures["requests"] / (figures["duration_us"] / 1e6),
-        "p50": figures["p50"] / 1000,
-        "p99": figures["p99"] / 1000,
+        "rate": figures["count"] / figures["wall"],
+        "p50": figures["p50"] * 1000,
+        "p99": figures["p99"] * 1000,
         "server_cpu": server_cpu * 1000 / count,
         "db_cpu": db_cpu * 1000 / count,
-        "errors": figures["status_errors"] + figures["socket_errors"],
+        "errors": count - figures["statuses"].get("2xx", 0),
     }
 
 
@@ -287,12 +229,12 @@ def run(args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
                 for connections in args.connections:
                     for case, listed in cases.items():
                         size = seen["sizes"][case]
-                        app = timed(minimal, None, connections, [f"/body/{size}\t"], args.seconds)
+                        app = timed(
+                            minimal, None, connections, [[f"/body/{size}", ""]], args.seconds
+                        )
                         for conditional in (False, True):
-                            lines = [
-                                f"{p}\t{seen['tags'][p] if conditional else ''}" for p in listed
-                            ]
-                            got = timed(server, url, connections, lines, args.seconds)
+                            gets = [[p, seen["tags"][p] if conditional else ""] for p in listed]
+                            got = timed(server, url, connections, gets, args.seconds)
                             row = {
                                 "ladder": f"{ladder} ({n:,})",
                                 "connections": connections,

@@ -80,9 +80,12 @@ def _text(query: dict[str, str], name: str, max_length: int) -> str | None:
     return value
 
 
-def _page(query: dict[str, str]) -> tuple[int, str | None]:
+def _page(query: dict[str, str]) -> dict[str, Any]:
     limit = _integer(query, "limit", 1, MAX_PAGE)
-    return (DEFAULT_PAGE if limit is None else limit), _text(query, "cursor", 1024)
+    return {
+        "limit": DEFAULT_PAGE if limit is None else limit,
+        "cursor": _text(query, "cursor", 1024),
+    }
 
 
 def _id(value: str) -> str:
@@ -93,41 +96,41 @@ def _id(value: str) -> str:
 
 # -- the reads ----------------------------------------------------------------------------------
 
-#: A read's arguments (hashable: they are part of the key of the bodies kept).
-Args = tuple[Any, ...]
-Work = Callable[[Session, str | None, Args], BaseModel | str]
+#: A read's keyword arguments for its service, in order (hashable: they are part of the key
+#: of the bodies kept).
+Args = tuple[tuple[str, Any], ...]
+Parse = Callable[[dict[str, str], dict[str, str]], dict[str, Any]]
 
 
 @dataclass(frozen=True, slots=True)
 class Read:
     """A GET read of the API: its name (for ``RATINGS_CACHE_CONTROL``), its route template
-    (the metrics' label), its path, how its arguments are read (path parameters and query;
-    :class:`Unread` when not as the route would), and its work on the ladder."""
+    (the metrics' label), its path, how its arguments are read from the path parameters
+    and the query (:class:`Unread` when not as the route would), and the service that
+    answers it (called with the session, the path's ladder when it names one, and the
+    arguments)."""
 
     name: str
     path: str
     pattern: re.Pattern[str]
-    args: Callable[[dict[str, str], dict[str, str]], Args]
-    work: Work
+    parse: Parse
+    service: Callable[..., BaseModel | str]
+
+    def args(self, params: dict[str, str], query: dict[str, str]) -> Args:
+        return tuple(self.parse(params, query).items())
 
 
-def _read(name: str, path: str, args: Callable[..., Args], work: Work) -> Read:
+def _read(name: str, path: str, parse: Parse, service: Callable[..., BaseModel | str]) -> Read:
     pattern = re.compile(re.sub(r"{(\w+)}", r"(?P<\1>[^/]+)", path) + "$")
-    return Read(name, path, pattern, args, work)
+    return Read(name, path, pattern, parse, service)
 
 
-def _ladder(session: Session, ladder_id: str | None) -> Ladder:
-    """The ladder of a read's path (read, not loaded into the session)."""
-    return ladders.get_ladder(session=session, ladder_id=ladder_id or "", detached=True)
-
-
-def _leaderboard_args(params: dict[str, str], query: dict[str, str]) -> Args:
-    limit, cursor = _page(query)
+def _leaderboard_args(params: dict[str, str], query: dict[str, str]) -> dict[str, Any]:
     min_matches = _integer(query, "min_matches", 0, 2**31 - 1)
-    return limit, cursor, min_matches or 0
+    return {**_page(query), "min_matches": min_matches or 0}
 
 
-def _quality_args(params: dict[str, str], query: dict[str, str]) -> Args:
+def _quality_args(params: dict[str, str], query: dict[str, str]) -> dict[str, Any]:
     # The GET form of the quality query: the POST body's fields as JSON values.
     fields: dict[str, Any] = {}
     for name in ("teams", "weights", "advantage"):
@@ -141,114 +144,55 @@ def _quality_args(params: dict[str, str], query: dict[str, str]) -> Args:
         body = QualityRequest.model_validate(fields)
     except ValidationError:
         raise Unread("teams") from None
-    return (body.model_dump_json(),)
+    return {"body": body.model_dump_json()}
 
 
-def _accuracy_args(params: dict[str, str], query: dict[str, str]) -> Args:
+def _quality(*, session: Session, ladder: Ladder, body: str) -> BaseModel:
+    return predictions.predict(
+        session=session, ladder=ladder, body=QualityRequest.model_validate_json(body)
+    )
+
+
+def _accuracy_args(params: dict[str, str], query: dict[str, str]) -> dict[str, Any]:
     window = _integer(query, "window", 1, accuracy.MAX_WINDOW)
     since = _text(query, "since", 64)
-    if since is None:
-        return window, None
     try:
-        return window, parse_time(since, "since")
+        return {"window": window, "since": None if since is None else parse_time(since, "since")}
     except ValueError:
         raise Unread("since") from None
 
 
+def _player(params: dict[str, str], query: dict[str, str]) -> dict[str, Any]:
+    return {"player_id": _id(params["player_id"])}
+
+
+def _player_matches(params: dict[str, str], query: dict[str, str]) -> dict[str, Any]:
+    player = query.get("player")
+    return {"player_id": None if player is None else _id(player), **_page(query)}
+
+
 READS: tuple[Read, ...] = (
+    _read("ladders", "/v1/ladders", lambda p, q: _page(q), ladders.list_ladders),
+    _read("ladder", "/v1/ladders/{ladder}", lambda p, q: {}, ladders.ladder_view),
     _read(
-        "ladders",
-        "/v1/ladders",
-        lambda p, q: _page(q),
-        lambda session, ladder_id, args: ladders.list_ladders(
-            session=session, limit=args[0], cursor=args[1]
-        ),
+        "leaderboard", "/v1/ladders/{ladder}/leaderboard", _leaderboard_args, players.leaderboard
     ),
-    _read(
-        "ladder",
-        "/v1/ladders/{ladder}",
-        lambda p, q: (),
-        lambda session, ladder_id, args: ladders.ladder_view(
-            session=session, ladder=_ladder(session, ladder_id)
-        ),
-    ),
-    _read(
-        "leaderboard",
-        "/v1/ladders/{ladder}/leaderboard",
-        _leaderboard_args,
-        lambda session, ladder_id, args: players.leaderboard(
-            session=session,
-            ladder=_ladder(session, ladder_id),
-            limit=args[0],
-            cursor=args[1],
-            min_matches=args[2],
-        ),
-    ),
-    _read(
-        "player",
-        "/v1/ladders/{ladder}/players/{player_id}",
-        lambda p, q: (_id(p["player_id"]),),
-        lambda session, ladder_id, args: players.get_player(
-            session=session,
-            ladder=_ladder(session, ladder_id),
-            player_id=args[0],
-        ),
-    ),
+    _read("player", "/v1/ladders/{ladder}/players/{player_id}", _player, players.get_player),
     _read(
         "history",
         "/v1/ladders/{ladder}/players/{player_id}/history",
-        lambda p, q: (_id(p["player_id"]), *_page(q)),
-        lambda session, ladder_id, args: players.player_history(
-            session=session,
-            ladder=_ladder(session, ladder_id),
-            player_id=args[0],
-            limit=args[1],
-            cursor=args[2],
-        ),
+        lambda p, q: {**_player(p, q), **_page(q)},
+        players.player_history,
     ),
-    _read(
-        "matches",
-        "/v1/ladders/{ladder}/matches",
-        lambda p, q: (None if q.get("player") is None else _id(q["player"]), *_page(q)),
-        lambda session, ladder_id, args: matches.list_matches(
-            session=session,
-            ladder=_ladder(session, ladder_id),
-            player_id=args[0],
-            limit=args[1],
-            cursor=args[2],
-        ),
-    ),
+    _read("matches", "/v1/ladders/{ladder}/matches", _player_matches, matches.list_matches),
     _read(
         "match",
         "/v1/ladders/{ladder}/matches/{match_id}",
-        lambda p, q: (_id(p["match_id"]),),
-        lambda session, ladder_id, args: matches.match_result(
-            session=session,
-            ladder=_ladder(session, ladder_id),
-            match_id=args[0],
-        ),
+        lambda p, q: {"match_id": _id(p["match_id"])},
+        matches.match_result,
     ),
-    _read(
-        "accuracy",
-        "/v1/ladders/{ladder}/accuracy",
-        _accuracy_args,
-        lambda session, ladder_id, args: accuracy.ladder_accuracy(
-            session=session,
-            ladder=_ladder(session, ladder_id),
-            window=args[0],
-            since=args[1],
-        ),
-    ),
-    _read(
-        "quality",
-        "/v1/ladders/{ladder}/quality",
-        _quality_args,
-        lambda session, ladder_id, args: predictions.predict(
-            session=session,
-            ladder=_ladder(session, ladder_id),
-            body=QualityRequest.model_validate_json(args[0]),
-        ),
-    ),
+    _read("accuracy", "/v1/ladders/{ladder}/accuracy", _accuracy_args, accuracy.ladder_accuracy),
+    _read("quality", "/v1/ladders/{ladder}/quality", _quality_args, _quality),
 )
 
 assert tuple(read.name for read in READS) == READ_NAMES, "app.config names every read"
@@ -390,7 +334,11 @@ def serve(
     key = (read.name, ladder_id, args, tag)
     body = cache.get(key) if cache is not None else None
     if body is None:
-        out = read.work(session, ladder_id, args)
+        if ladder_id is None:
+            out = read.service(session=session, **dict(args))
+        else:
+            ladder = ladders.get_ladder(session=session, ladder_id=ladder_id, detached=True)
+            out = read.service(session=session, ladder=ladder, **dict(args))
         body = (out if isinstance(out, str) else out.model_dump_json()).encode()
         if cache is not None:
             cache.put(key, body)
