@@ -202,7 +202,9 @@ def run(args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     try:
         key = bench.prepare_database(url)
-        server = bench.service_server(url, bench.free_port(), args.workers, workdir / "s.log", 64)
+        # 20 pooled connections a worker (and as many again in overflow): two workers stay
+        # within PostgreSQL's 100 connections.
+        server = bench.service_server(url, bench.free_port(), args.workers, workdir / "s.log", 20)
         minimal_dir = workdir / "minimal"
         minimal_dir.mkdir()
         (minimal_dir / "ratings_ceiling.py").write_text(MINIMAL_SOURCE)
