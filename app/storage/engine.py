@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 from psycopg.abc import PQGen
+from psycopg.pq import TransactionStatus
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, InterfaceError, InvalidatePoolError, OperationalError
@@ -359,6 +360,8 @@ def read_connection(*, primary: bool = False) -> Iterator[tuple[Any, str]]:
     try:
         if bounded is not None:
             bounded.reply_timeout_s = reply_timeout_s(settings.statement_timeout_ms, settings)
+            if bounded.info.transaction_status != TransactionStatus.IDLE:
+                bounded.rollback()  # the checkout's ping of an idle connection began one
             bounded.autocommit = True
         yield dbapi, engine.dialect.name
     except lost as exc:

@@ -230,3 +230,19 @@ def test_the_openapi_document_names_the_validators(client: TestClient) -> None:
         assert "If-None-Match" in {p["name"] for p in operation["parameters"]}
         assert set(operation["responses"]["304"]["headers"]) == {"ETag", "Cache-Control"}
         assert "ETag" in operation["responses"]["200"]["headers"]
+
+
+def test_a_read_on_a_pinged_connection(
+    seeded: TestClient, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On PostgreSQL the pool pings a connection that sat idle before handing it out, which
+    leaves it in a transaction: the read path's single statement still runs (it was a 500)."""
+    from app.storage import engine
+
+    monkeypatch.setattr(engine, "PING_AFTER_IDLE_S", -1.0)  # every checkout pings
+    tag = _tag(seeded)
+    for _ in range(3):
+        assert (
+            seeded.get(f"{LADDER}/leaderboard", headers={"If-None-Match": tag}).status_code == 304
+        )
+        assert seeded.get(f"{LADDER}/players/alice").status_code == 200
