@@ -164,7 +164,9 @@ def timed(
     figures = bench._wrk(server.base_url, "", connections, requests, seconds)
     count = max(1, int(figures["count"]))
     server_cpu = bench.cpu_delta(server_before, bench.cpu_seconds(workers))
-    db_cpu = bench.cpu_delta(db_before, bench.cpu_seconds(backends)) if db_url else 0.0
+    # Backends the pool opened during the run count from zero.
+    db_after = bench.cpu_seconds(bench.postgres_backends(db_url))
+    db_cpu = bench.cpu_delta(db_before, db_after) if db_url else 0.0
     return {
         "rate": figures["count"] / figures["wall"],
         "p50": figures["p50"] * 1000,
