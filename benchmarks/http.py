@@ -435,7 +435,13 @@ def big_ratings(n: int, seed: int) -> Iterator[tuple[str, float, float, float]]:
 
 
 def seed_by_insert(url: str, n: int, seed: int) -> None:
-    """Rating rows straight into ``ratings`` (COPY on PostgreSQL, one executemany on SQLite)."""
+    """The big ladder's rating rows straight into ``ratings`` (:func:`insert_ratings`)."""
+    insert_ratings(url, BIG_LADDER, big_ratings(n, seed))
+
+
+def insert_ratings(url: str, ladder: str, rows: Iterator[tuple[str, float, float, float]]) -> None:
+    """Rating rows (player id, mu, sigma, conservative; one match each) straight into
+    ``ratings`` of ``ladder``: COPY on PostgreSQL, one executemany on SQLite."""
     from datetime import UTC, datetime
 
     now = datetime.now(UTC)
@@ -449,8 +455,8 @@ def seed_by_insert(url: str, n: int, seed: int) -> None:
                 "INSERT INTO ratings (ladder_id, player_id, mu, sigma, conservative, matches,"
                 " last_played_at, updated_at) VALUES (?, ?, ?, ?, ?, 1, ?, ?)",
                 (
-                    (BIG_LADDER, pid, mu, sigma, cons, now.isoformat(), now.isoformat())
-                    for pid, mu, sigma, cons in big_ratings(n, seed)
+                    (ladder, pid, mu, sigma, cons, now.isoformat(), now.isoformat())
+                    for pid, mu, sigma, cons in rows
                 ),
             )
         connection.execute("ANALYZE")
@@ -466,8 +472,8 @@ def seed_by_insert(url: str, n: int, seed: int) -> None:
                 " last_played_at, updated_at) FROM STDIN"
             ) as copy,
         ):
-            for pid, mu, sigma, cons in big_ratings(n, seed):
-                copy.write_row((BIG_LADDER, pid, mu, sigma, cons, 1, now, now))
+            for pid, mu, sigma, cons in rows:
+                copy.write_row((ladder, pid, mu, sigma, cons, 1, now, now))
         # What autovacuum would do soon after a load this size: statistics and the
         # visibility map that index-only scans rely on.
         connection.execute("VACUUM ANALYZE ratings")

@@ -93,23 +93,6 @@ def launch_ratings(n: int, seed: int) -> Iterator[tuple[str, float, float, float
         yield f"p{i:07d}", rating.mu, rating.sigma, rating.mu - 3.0 * rating.sigma
 
 
-def seed(url: str, ladder: str, rows: Iterator[tuple[str, float, float, float]]) -> None:
-    import psycopg
-
-    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    with psycopg.connect(url, autocommit=True) as connection:
-        with (
-            connection.cursor() as cursor,
-            cursor.copy(
-                "COPY ratings (ladder_id, player_id, mu, sigma, conservative, matches,"
-                " last_played_at, updated_at) FROM STDIN"
-            ) as copy,
-        ):
-            for pid, mu, sigma, conservative in rows:
-                copy.write_row((ladder, pid, mu, sigma, conservative, 1, now, now))
-        connection.execute("VACUUM ANALYZE ratings")
-
-
 def deep_cursors(url: str, ladder: str, n: int, count: int, rng: random.Random) -> list[str]:
     """Cursors after random ranks in the lower half (made with the service's encoder)."""
     import psycopg
@@ -223,8 +206,8 @@ def run(args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
                     made = admin.post("/v1/ladders", json={"id": ladder, "algorithm": "trueskill"})
                     assert made.status_code == 201, made.text
             started = time.monotonic()
-            seed(url, BIG, bench.big_ratings(args.players, args.seed))
-            seed(url, LAUNCH, launch_ratings(args.launch_players, args.seed))
+            bench.insert_ratings(url, BIG, bench.big_ratings(args.players, args.seed))
+            bench.insert_ratings(url, LAUNCH, launch_ratings(args.launch_players, args.seed))
             print(f"seeded in {time.monotonic() - started:.0f} s", file=sys.stderr)
             rng = random.Random(args.seed)
             for ladder, n in ((BIG, args.players), (LAUNCH, args.launch_players)):
