@@ -160,6 +160,26 @@ def _reject_team_variance(variance: float, weighted: bool) -> None:
 _Step = tuple[int, int, float, float, bool, float, float]
 
 
+def _team_sum(
+    team: Sequence[Rating], row: Sequence[float] | None, extra: float
+) -> tuple[float, float]:
+    """A team's performance mean and variance: sum_i w_i mu_i and sum_i w_i^2 (sigma_i^2 +
+    ``extra``), ``row`` its weights (None: all 1); a variance too small to divide by is
+    refused."""
+    m = s2 = 0.0
+    if row is None:
+        for mu, sigma in team:
+            m += mu
+            s2 += sigma * sigma + extra
+    else:
+        for (mu, sigma), w in zip(team, row, strict=True):
+            m += w * mu
+            s2 += w * w * (sigma * sigma + extra)
+    if s2 < MIN_TEAM_VARIANCE:
+        _reject_team_variance(s2, row is not None)
+    return m, s2
+
+
 class _FactorGraph(NamedTuple):
     """A match of three or more teams for message passing, teams in rank order."""
 
@@ -383,18 +403,10 @@ class TrueSkill:
         check_teams(teams, bayesian=True)
         ws = check_weights(teams, weights)
         offsets = team_offsets(self._advantage, len(teams), advantage)
-        beta2 = self._beta2
         means: list[float] = []
         variances: list[float] = []
         for j, team in enumerate(teams):
-            row = None if ws is None else ws[j]
-            m = s2 = 0.0
-            for i, (mu, sigma) in enumerate(team):
-                w = 1.0 if row is None else row[i]
-                m += w * mu
-                s2 += w * w * (sigma * sigma + beta2)
-            if s2 < MIN_TEAM_VARIANCE:
-                _reject_team_variance(s2, ws is not None)
+            m, s2 = _team_sum(team, None if ws is None else ws[j], self._beta2)
             means.append(m if offsets is None else m + offsets[j])
             variances.append(s2)
         return means, variances
@@ -418,17 +430,7 @@ class TrueSkill:
         extra = tau2 + self._beta2
         sums = []
         for j, team in enumerate(teams):
-            m = s2 = 0.0
-            if ws is None:
-                for mu, sigma in team:
-                    m += mu
-                    s2 += sigma * sigma + extra
-            else:
-                for (mu, sigma), w in zip(team, ws[j], strict=True):
-                    m += w * mu
-                    s2 += w * w * (sigma * sigma + extra)
-            if s2 < MIN_TEAM_VARIANCE:
-                _reject_team_variance(s2, ws is not None)
+            m, s2 = _team_sum(team, None if ws is None else ws[j], extra)
             sums.append((m if offsets is None else m + offsets[j], s2))
         c2 = sums[0][1] + sums[1][1]
         move = (gap - (sums[0][0] - sums[1][0])) / c2
@@ -577,17 +579,7 @@ class TrueSkill:
         p = t = 0.0
         for pos, j in enumerate(order):
             team = teams[j]
-            m = s2 = 0.0
-            if ws is None:
-                for mu, sigma in team:
-                    m += mu
-                    s2 += sigma * sigma + extra
-            else:
-                for (mu, sigma), w in zip(team, ws[j], strict=True):
-                    m += w * mu
-                    s2 += w * w * (sigma * sigma + extra)
-            if s2 < MIN_TEAM_VARIANCE:
-                _reject_team_variance(s2, ws is not None)
+            m, s2 = _team_sum(team, None if ws is None else ws[j], extra)
             if offsets is not None:
                 m += offsets[j]
             mean.append(m)
