@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
@@ -34,7 +35,23 @@ async def quality(body: QualityRequest, ladder: LadderPath, access: ReadAccess) 
 MAX_QUERY_JSON = 64 * 1024
 
 
-def _json_query(name: str, description: str) -> Any:
+def query_body(fields: Mapping[str, str | None]) -> QualityRequest:
+    """The quality request whose fields (``teams``, ``weights``, ``advantage``) are these
+    JSON texts (None: not given), or the 422 of the first that is not JSON or not valid."""
+    decoded: dict[str, Any] = {}
+    for name, value in fields.items():
+        if value is not None:
+            try:
+                decoded[name] = json.loads(value)
+            except ValueError:
+                raise InvalidInput(f"query.{name}: not JSON") from None
+    try:
+        return QualityRequest.model_validate(decoded)
+    except ValidationError as exc:
+        raise InvalidInput(validation_detail(exc.errors())) from None
+
+
+def _json_query(description: str) -> Any:
     return Query(max_length=MAX_QUERY_JSON, description=description)
 
 
@@ -47,28 +64,17 @@ async def quality_get(
     ladder: LadderPath,
     access: ReadAccess,
     teams: Annotated[
-        str,
-        _json_query("teams", 'The teams as JSON, as in the POST body: `[["a","b"],["c","d"]]`.'),
+        str, _json_query('The teams as JSON, as in the POST body: `[["a","b"],["c","d"]]`.')
     ],
     weights: Annotated[
-        str | None, _json_query("weights", "Partial play as JSON, in the shape of `teams`.")
+        str | None, _json_query("Partial play as JSON, in the shape of `teams`.")
     ] = None,
     advantage: Annotated[
-        str | None, _json_query("advantage", "Each team's advantage share as JSON: `[1, 0]`.")
+        str | None, _json_query("Each team's advantage share as JSON: `[1, 0]`.")
     ] = None,
 ) -> Response:
     """The answer of `POST /v1/ladders/{ladder}/quality` for the body whose fields are the
     query's JSON values (URL-encoded), with an `ETag` like every read: a client or cache
     that asks again with `If-None-Match` gets `304 Not Modified` until the ladder changes."""
-    fields: dict[str, Any] = {}
-    for name, value in (("teams", teams), ("weights", weights), ("advantage", advantage)):
-        if value is not None:
-            try:
-                fields[name] = json.loads(value)
-            except ValueError:
-                raise InvalidInput(f"query.{name}: not JSON") from None
-    try:
-        body = QualityRequest.model_validate(fields)
-    except ValidationError as exc:
-        raise InvalidInput(validation_detail(exc.errors())) from None
+    body = query_body({"teams": teams, "weights": weights, "advantage": advantage})
     return await quality(body, ladder, access)

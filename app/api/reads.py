@@ -23,7 +23,6 @@ primary`` sends one to the primary (a client that must read its own write).
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from collections import OrderedDict
@@ -34,16 +33,17 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from anyio import to_thread
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from sqlalchemy.orm import Session
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.api.predictions import query_body
 from app.api.schemas import DEFAULT_PAGE, ID_PATTERN, MAX_PAGE, QualityRequest, parse_time
 from app.api.security import Access, access_of, bearer_key
 from app.config import READ_NAMES, Settings, get_settings
 from app.domain.ladders import LADDER_ID
-from app.errors import NotFound, error_response
+from app.errors import InvalidInput, NotFound, error_response
 from app.services import accuracy, ladders, matches, players, predictions
 from app.services.auth import hash_key, passes_quietly
 from app.storage import unit_of_work, versions
@@ -132,17 +132,9 @@ def _leaderboard_args(params: dict[str, str], query: dict[str, str]) -> dict[str
 
 def _quality_args(params: dict[str, str], query: dict[str, str]) -> dict[str, Any]:
     # The GET form of the quality query: the POST body's fields as JSON values.
-    fields: dict[str, Any] = {}
-    for name in ("teams", "weights", "advantage"):
-        value = query.get(name)
-        if value is not None:
-            try:
-                fields[name] = json.loads(value)
-            except ValueError:
-                raise Unread(name) from None
     try:
-        body = QualityRequest.model_validate(fields)
-    except ValidationError:
+        body = query_body({name: query.get(name) for name in ("teams", "weights", "advantage")})
+    except InvalidInput:
         raise Unread("teams") from None
     return {"body": body.model_dump_json()}
 
