@@ -107,20 +107,18 @@ def _access(needed: str) -> Callable[..., Awaitable[Access]]:
         # transaction.
         return access_of(credentials.credentials if credentials is not None else "", needed)
 
-    async def read_dependency(credentials: Credentials, read_from: ReadFrom = None) -> Access:
-        presented = credentials.credentials if credentials is not None else ""
-        return access_of(presented, needed, primary=read_from == "primary")
-
-    if needed == "read":
-        dependency = read_dependency
-
     dependency.__name__ = f"require_{needed}"
     dependency.__doc__ = f"FastAPI dependency: the Bearer key of a route of scope {needed}."
     return dependency
 
 
-#: Reads: open unless ``RATINGS_REQUIRE_READ_KEY`` is set; then any active key.
-require_read = _access("read")
+async def require_read(credentials: Credentials, read_from: ReadFrom = None) -> Access:
+    """FastAPI dependency: the Bearer key of a read (open unless
+    ``RATINGS_REQUIRE_READ_KEY`` is set; then any active key), and the database it reads."""
+    presented = credentials.credentials if credentials is not None else ""
+    return access_of(presented, "read", primary=read_from == "primary")
+
+
 #: Recording matches: a key of scope write or admin.
 require_write = _access("write")
 #: Ladder configuration, rating seeds, voiding: an admin key.
