@@ -310,19 +310,23 @@ def serve(
     access: Access,
     if_none_match: str | None,
     cache: BodyCache | None,
+    tag: str | None = None,
 ) -> Answer:
     """The read in ``session``'s transaction: the key, the validator, then the body kept
-    for it or the route's work rendered."""
-    access.check(session)
-    if ladder_id is None:
-        tag = versions.combined_etag(versions.ladder_states(session))
-    else:
-        state = versions.session_state(session, ladder_id)
-        if state.created_at is None:
-            raise _unknown_ladder(ladder_id)
-        tag = versions.etag(state.created_at, state.version)
-    if matches_tag(if_none_match, tag):
-        return Answer(tag, None)
+    for it or the route's work rendered. ``tag``: the validator :func:`_quick` read, with
+    the key it checked; the body is then made in a snapshot no older than that validator's,
+    so it is never older than the state the validator names."""
+    if tag is None:
+        access.check(session)
+        if ladder_id is None:
+            tag = versions.combined_etag(versions.ladder_states(session))
+        else:
+            state = versions.session_state(session, ladder_id)
+            if state.created_at is None:
+                raise _unknown_ladder(ladder_id)
+            tag = versions.etag(state.created_at, state.version)
+        if matches_tag(if_none_match, tag):
+            return Answer(tag, None)
     key = (read.name, ladder_id, args, tag)
     body = cache.get(key) if cache is not None else None
     if body is None:
@@ -346,11 +350,12 @@ def _quick(
     primary: bool,
     if_none_match: str | None,
     cache: BodyCache | None,
-) -> Answer | None:
+) -> Answer | str | None:
     """The answer that needs no session: the validator and the key by one statement on a
-    pooled connection, then ``304`` or a body kept for the validator. None when
-    :func:`serve` must answer: nothing kept, no such ladder, or a key to refuse or whose
-    use is to be recorded."""
+    pooled connection, then ``304`` or a body kept for the validator. The validator alone
+    when nothing is kept for it (:func:`serve` makes the body); None when :func:`serve`
+    must answer from the start: no such ladder, or a key to refuse or whose use is to be
+    recorded."""
     digest = hash_key(key) if key else None
     with read_connection(primary=primary) as (dbapi, dialect):
         state = versions.read_state(dbapi, dialect, ladder_id, digest)
@@ -364,7 +369,7 @@ def _quick(
     if matches_tag(if_none_match, tag):
         return Answer(tag, None)
     body = cache.get((read.name, ladder_id, args, tag)) if cache is not None else None
-    return None if body is None else Answer(tag, body)
+    return tag if body is None else Answer(tag, body)
 
 
 def answer_read(
@@ -379,6 +384,7 @@ def answer_read(
 ) -> Answer:
     """A read's answer, in the thread it runs in: :func:`_quick`, else :func:`serve` in a
     read transaction on the read database."""
+    tag: str | None = None
     if ladder_id is not None:
         if not LADDER_ID.fullmatch(ladder_id):  # it cannot exist: not even looked up
             raise _unknown_ladder(ladder_id)
@@ -391,8 +397,9 @@ def answer_read(
             if_none_match=if_none_match,
             cache=cache,
         )
-        if found is not None:
+        if isinstance(found, Answer):
             return found
+        tag = found
     return unit_of_work.run(
         partial(
             serve,
@@ -402,6 +409,7 @@ def answer_read(
             access=access,
             if_none_match=if_none_match,
             cache=cache,
+            tag=tag,
         ),
         read_only=True,
         session_factory=read_session_factory(primary=access.primary),
