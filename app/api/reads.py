@@ -10,9 +10,11 @@ arguments and validator): the same read of an unchanged ladder costs that one st
 and no rendering. ``Cache-Control`` is the operator's, per read (``RATINGS_CACHE_CONTROL``).
 
 :class:`ReadPath` serves these reads ahead of FastAPI's routing, which for a short read
-cost more than its queries: it matches the path against :data:`READS`, reads the query
-with the routes' own rules, and runs the key check, the validator and (when nothing is
-kept) the route's service call in one transaction, in one trip to the thread pool. The
+cost more than its queries: it matches the path against :data:`READS` and reads the query
+with the routes' own rules. The validator and the key's row are read by
+:class:`Validators`, which gathers the requests of a worker waiting for one into one
+statement; a ``304`` or a kept body is then answered on the event loop, and only a body
+to make goes to the thread pool (the route's service call in a read transaction). The
 routes stay declared on the FastAPI app with the same services, for the OpenAPI document
 and for the requests this path does not take: one whose query it cannot read as the route
 would (FastAPI then answers, with its 422 where the query is wrong).
@@ -23,6 +25,7 @@ primary`` sends one to the primary (a client that must read its own write).
 
 from __future__ import annotations
 
+import asyncio
 import re
 import threading
 from collections import OrderedDict
@@ -341,24 +344,79 @@ def serve(
     return Answer(tag, body)
 
 
-def _quick(
+def _read_states(pairs: list[tuple[str, str | None]], *, primary: bool) -> list[versions.State]:
+    with read_connection(primary=primary) as (dbapi, dialect):
+        return versions.read_states(dbapi, dialect, pairs)
+
+
+class Validators:
+    """A worker's reads of ladder validators and keys, gathered: every request that needs
+    one joins the next statement, which starts when the one under way is answered, and
+    one statement on a pooled connection, in one trip to the thread pool, answers them
+    all (:func:`app.storage.versions.read_states`). Under load a worker thus pays one
+    round trip to the database for many reads, not one each.
+
+    Never stale: a request joins only a statement that has not started yet, so the state
+    it is answered from was read after it arrived, and a write whose response was sent
+    before that is in it."""
+
+    def __init__(self, *, primary: bool) -> None:
+        self.primary = primary
+        self._waiting: dict[tuple[str, str | None], asyncio.Future[versions.State]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._reading: asyncio.Task[None] | None = None
+
+    async def state(self, ladder_id: str, key_hash: str | None) -> versions.State:
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # a new event loop (a test client's): start afresh
+            self._loop, self._waiting, self._reading = loop, {}, None
+        future = self._waiting.get((ladder_id, key_hash))
+        if future is None:
+            future = self._waiting[(ladder_id, key_hash)] = loop.create_future()
+        if self._reading is None:
+            self._reading = loop.create_task(self._read())
+        # Shielded: a request that goes away must not cancel the others' answer.
+        return await asyncio.shield(future)
+
+    async def _read(self) -> None:
+        batch: dict[tuple[str, str | None], asyncio.Future[versions.State]] = {}
+        try:
+            while self._waiting:
+                batch, self._waiting = self._waiting, {}
+                pairs = list(batch)
+                try:
+                    states = await to_thread.run_sync(
+                        partial(_read_states, pairs, primary=self.primary)
+                    )
+                except Exception as exc:
+                    for future in batch.values():
+                        if not future.done():
+                            future.set_exception(exc)
+                            future.exception()  # retrieved: its waiter may have gone
+                    continue
+                for pair, state in zip(pairs, states, strict=True):
+                    if not batch[pair].done():
+                        batch[pair].set_result(state)
+        finally:
+            self._reading = None
+            for future in batch.values():  # cancelled itself (the loop closing)
+                future.cancel()
+
+
+def _settle(
+    state: versions.State,
     *,
+    digest: str | None,
     read: Read,
     ladder_id: str,
     args: Args,
-    key: str,
-    primary: bool,
     if_none_match: str | None,
     cache: BodyCache | None,
 ) -> Answer | str | None:
-    """The answer that needs no session: the validator and the key by one statement on a
-    pooled connection, then ``304`` or a body kept for the validator. The validator alone
-    when nothing is kept for it (:func:`serve` makes the body); None when :func:`serve`
-    must answer from the start: no such ladder, or a key to refuse or whose use is to be
-    recorded."""
-    digest = hash_key(key) if key else None
-    with read_connection(primary=primary) as (dbapi, dialect):
-        state = versions.read_state(dbapi, dialect, ladder_id, digest)
+    """The answer that needs no session, from the ladder's validator and the key's row:
+    ``304`` or a body kept for the validator; the validator alone when nothing is kept for
+    it (:func:`serve` makes the body); None when :func:`serve` must answer from the start:
+    no such ladder, or a key to refuse or whose use is to be recorded."""
     if state.created_at is None:
         return None
     if digest is not None and not passes_quietly(
@@ -377,29 +435,12 @@ def answer_read(
     read: Read,
     ladder_id: str | None,
     args: Args,
-    key: str,
     access: Access,
     if_none_match: str | None,
     cache: BodyCache | None,
+    tag: str | None,
 ) -> Answer:
-    """A read's answer, in the thread it runs in: :func:`_quick`, else :func:`serve` in a
-    read transaction on the read database."""
-    tag: str | None = None
-    if ladder_id is not None:
-        if not LADDER_ID.fullmatch(ladder_id):  # it cannot exist: not even looked up
-            raise _unknown_ladder(ladder_id)
-        found = _quick(
-            read=read,
-            ladder_id=ladder_id,
-            args=args,
-            key=key,
-            primary=access.primary,
-            if_none_match=if_none_match,
-            cache=cache,
-        )
-        if isinstance(found, Answer):
-            return found
-        tag = found
+    """:func:`serve` in a read transaction on the read database, in the thread it runs in."""
     return unit_of_work.run(
         partial(
             serve,
@@ -443,6 +484,50 @@ class ReadPath:
             read.name: settings.cache_control.get(read.name, default).encode("latin-1")
             for read in READS
         }
+        self.validators = {primary: Validators(primary=primary) for primary in (False, True)}
+
+    async def _answer(
+        self,
+        *,
+        read: Read,
+        ladder_id: str | None,
+        args: Args,
+        key: str,
+        access: Access,
+        if_none_match: str | None,
+    ) -> Answer:
+        """The validator (gathered with the worker's other requests', on the event loop),
+        then ``304`` or a kept body, else the body made in the thread pool."""
+        tag: str | None = None
+        if ladder_id is not None:
+            if not LADDER_ID.fullmatch(ladder_id):  # it cannot exist: not even looked up
+                raise _unknown_ladder(ladder_id)
+            digest = hash_key(key) if key else None
+            state = await self.validators[access.primary].state(ladder_id, digest)
+            found = _settle(
+                state,
+                digest=digest,
+                read=read,
+                ladder_id=ladder_id,
+                args=args,
+                if_none_match=if_none_match,
+                cache=self.cache,
+            )
+            if isinstance(found, Answer):
+                return found
+            tag = found
+        return await to_thread.run_sync(
+            partial(
+                answer_read,
+                read=read,
+                ladder_id=ladder_id,
+                args=args,
+                access=access,
+                if_none_match=if_none_match,
+                cache=self.cache,
+                tag=tag,
+            )
+        )
 
     def _match(self, path: str) -> tuple[Read, dict[str, str]] | None:
         if not path.startswith("/v1/ladders"):
@@ -475,17 +560,13 @@ class ReadPath:
             primary = _text_of(headers.get(READ_FROM.encode())) == "primary"
             key = bearer_key(_text_of(headers.get(b"authorization")))
             access = access_of(key, "read", primary=primary)
-            answer = await to_thread.run_sync(
-                partial(
-                    answer_read,
-                    read=read,
-                    ladder_id=params.get("ladder"),
-                    args=args,
-                    key=key,
-                    access=access,
-                    if_none_match=_text_of(headers.get(b"if-none-match")),
-                    cache=self.cache,
-                )
+            answer = await self._answer(
+                read=read,
+                ladder_id=params.get("ladder"),
+                args=args,
+                key=key,
+                access=access,
+                if_none_match=_text_of(headers.get(b"if-none-match")),
             )
         except Exception as exc:  # rendered exactly as the app's handlers render it
             response = await error_response(Request(scope), exc)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from functools import cache
 from typing import Any, NamedTuple
@@ -121,15 +121,21 @@ class State(NamedTuple):
     last_used_at: datetime | None
 
 
-_STATE_SQL = (
-    "SELECT l.created_at, (SELECT COALESCE(SUM(v.version), 0) FROM ladder_versions v "
-    "WHERE v.ladder_id = l.id), k.key_hash, k.revoked_at IS NOT NULL, k.last_used_at "
-    "FROM (SELECT 1) AS one "
-    "LEFT JOIN ladders l ON l.id = {0} "
-    "LEFT JOIN api_keys k ON k.key_hash = {0}"
+_STATE_COLUMNS = (
+    "l.created_at, (SELECT COALESCE(SUM(v.version), 0) FROM ladder_versions v "
+    "WHERE v.ladder_id = l.id), k.key_hash, k.revoked_at IS NOT NULL, k.last_used_at"
 )
-#: The statement in each driver's parameter style (a plain DB-API cursor runs it).
-STATE_SQL = {"postgresql": _STATE_SQL.format("%s"), "sqlite": _STATE_SQL.format("?")}
+#: The statement in each driver's parameter style (a plain DB-API cursor runs it). On
+#: PostgreSQL one statement reads any number of (ladder, key) pairs, from two arrays, in
+#: their order; SQLite, in process, runs one statement a pair.
+STATE_SQL = {
+    "postgresql": f"SELECT {_STATE_COLUMNS} "
+    "FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS q(ladder_id, key_hash, n) "
+    "LEFT JOIN ladders l ON l.id = q.ladder_id "
+    "LEFT JOIN api_keys k ON k.key_hash = q.key_hash ORDER BY q.n",
+    "sqlite": f"SELECT {_STATE_COLUMNS} FROM (SELECT 1) AS one "
+    "LEFT JOIN ladders l ON l.id = ? LEFT JOIN api_keys k ON k.key_hash = ?",
+}
 
 
 def _moment(value: Any) -> datetime | None:
@@ -139,16 +145,34 @@ def _moment(value: Any) -> datetime | None:
     return utc(datetime.fromisoformat(str(value)))
 
 
-def read_state(dbapi_connection: Any, dialect: str, ladder_id: str, key_hash: str | None) -> State:
-    """The ladder's validator and the key's row, by one statement on a DB-API connection
-    (a pooled one, or a session's own): one snapshot, no ORM."""
+def _state(row: Any) -> State:
+    return State(_moment(row[0]), int(row[1] or 0), row[2], bool(row[3]), _moment(row[4]))
+
+
+def read_states(
+    dbapi_connection: Any, dialect: str, pairs: Sequence[tuple[str, str | None]]
+) -> list[State]:
+    """The validators of ladders and the rows of keys, for each (ladder id, key digest or
+    None) of ``pairs`` in order, on a DB-API connection (a pooled one, or a session's
+    own), no ORM. On PostgreSQL one statement (one snapshot) reads them all."""
     cursor = dbapi_connection.cursor()
     try:
-        cursor.execute(STATE_SQL[dialect], (ladder_id, key_hash))
-        row = cursor.fetchone()
+        if dialect == "postgresql":
+            ladder_ids = [ladder_id for ladder_id, _ in pairs]
+            cursor.execute(STATE_SQL[dialect], (ladder_ids, [key for _, key in pairs]))
+            return [_state(row) for row in cursor.fetchall()]
+        states = []
+        for pair in pairs:
+            cursor.execute(STATE_SQL[dialect], pair)
+            states.append(_state(cursor.fetchone()))
+        return states
     finally:
         cursor.close()
-    return State(_moment(row[0]), int(row[1] or 0), row[2], bool(row[3]), _moment(row[4]))
+
+
+def read_state(dbapi_connection: Any, dialect: str, ladder_id: str, key_hash: str | None) -> State:
+    """:func:`read_states` of one ladder and key."""
+    return read_states(dbapi_connection, dialect, [(ladder_id, key_hash)])[0]
 
 
 def session_state(session: Session, ladder_id: str) -> State:
