@@ -119,6 +119,10 @@ class Settings(BaseSettings):
     #: Answers of reads a worker keeps for the next request of the same state, in MiB
     #: (0: none).
     read_cache_mb: float = Field(default=32.0, ge=0, le=65536)
+    #: FastAPI's OpenTelemetry instrumentation (traces, metrics and logs through the
+    #: providers the process configures). Off by default: even with no provider it looks
+    #: for one on every request, a tenth of a cached read's cost.
+    opentelemetry: bool = False
 
     @property
     def database_url_is_default(self) -> bool:

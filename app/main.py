@@ -218,6 +218,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description=DESCRIPTION,
         lifespan=_lifespan,
         redirect_slashes=False,
+        telemetry={
+            "tracing": settings.opentelemetry,
+            "metrics": settings.opentelemetry,
+            "logs": settings.opentelemetry,
+        },
     )
     install_error_handlers(application)
     extend_openapi(application, document_validators)

@@ -17,6 +17,8 @@ import os
 import re
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -186,6 +188,14 @@ def database_metrics(
 _PARAMETER = re.compile(r"{([^}:]+)(?::[^}]*)?}")
 
 
+@dataclass(frozen=True, slots=True)
+class Template:
+    """A matched route whose ``path`` is already its full template (the read path's):
+    what the metrics read of ``scope["route"]``."""
+
+    path: str
+
+
 def _route_template(scope: Scope) -> str:
     """The matched route's full path template, e.g. ``/v1/ladders/{ladder}/matches``.
 
@@ -195,7 +205,10 @@ def _route_template(scope: Scope) -> str:
     the prefix. Requests refused before routing (404, 413) share one label so that the
     label set stays small.
     """
-    template = getattr(scope.get("route"), "path", None)
+    route = scope.get("route")
+    if isinstance(route, Template):
+        return route.path
+    template = getattr(route, "path", None)
     if not isinstance(template, str):
         return UNMATCHED
     parameters = scope.get("path_params") or {}
@@ -214,6 +227,10 @@ class MetricsMiddleware:
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
+        # The children of the two metrics by their labels (a few hundred at most: route
+        # templates, not paths), found without the registry's lock.
+        self._latency: dict[tuple[str, str], Any] = {}
+        self._requests: dict[tuple[str, str, int], Any] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -233,5 +250,13 @@ class MetricsMiddleware:
         finally:
             method = str(scope.get("method", ""))
             route = _route_template(scope)
-            LATENCY.labels(method, route).observe(time.perf_counter() - started)
-            REQUESTS.labels(method, route, str(status)).inc()
+            latency = self._latency.get((method, route))
+            if latency is None:
+                latency = self._latency[(method, route)] = LATENCY.labels(method, route)
+            latency.observe(time.perf_counter() - started)
+            requests = self._requests.get((method, route, status))
+            if requests is None:
+                requests = self._requests[(method, route, status)] = REQUESTS.labels(
+                    method, route, str(status)
+                )
+            requests.inc()

@@ -41,6 +41,7 @@ from sqlalchemy.orm import Session
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.api.metrics import Template
 from app.api.predictions import query_body
 from app.api.schemas import DEFAULT_PAGE, ID_PATTERN, MAX_PAGE, QualityRequest, parse_time
 from app.api.security import Access, access_of, bearer_key
@@ -118,6 +119,8 @@ class Read:
     pattern: re.Pattern[str]
     parse: Parse
     service: Callable[..., BaseModel | str]
+    #: What the metrics read of the matched route.
+    route: Template
 
     def args(self, params: dict[str, str], query: dict[str, str]) -> Args:
         return tuple(self.parse(params, query).items())
@@ -125,7 +128,7 @@ class Read:
 
 def _read(name: str, path: str, parse: Parse, service: Callable[..., BaseModel | str]) -> Read:
     pattern = re.compile(re.sub(r"{(\w+)}", r"(?P<\1>[^/]+)", path) + "$")
-    return Read(name, path, pattern, parse, service)
+    return Read(name, path, pattern, parse, service, Template(path))
 
 
 def _leaderboard_args(params: dict[str, str], query: dict[str, str]) -> dict[str, Any]:
@@ -457,11 +460,30 @@ def answer_read(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Route:
-    """What the metrics read of a matched route (``scope["route"].path``)."""
+#: A read, its path's parameters and its arguments.
+Parsed = tuple[Read, dict[str, str], Args]
+#: Requests whose reading :class:`ReadPath` keeps (all are dropped when it is full).
+PARSED_KEPT = 2048
+#: ... of a path and query of at most this many bytes (a few MB in all).
+PARSED_KEPT_LENGTH = 1024
 
-    path: str
+
+def _parse(path: str, query_string: bytes) -> Parsed | None:
+    """The read of :data:`READS` that ``path`` names, with its parameters and the query's
+    arguments; None when the path names none or the query cannot be read as its route
+    reads it."""
+    if not path.startswith("/v1/ladders"):
+        return None
+    for read in READS:
+        found = read.pattern.match(path)
+        if found is not None:
+            params = found.groupdict()
+            query = dict(parse_qsl(query_string.decode("latin-1"), keep_blank_values=True))
+            try:
+                return read, params, read.args(params, query)
+            except Unread:
+                return None
+    return None
 
 
 def _headers(scope: Scope) -> dict[bytes, bytes]:
@@ -485,6 +507,7 @@ class ReadPath:
             for read in READS
         }
         self.validators = {primary: Validators(primary=primary) for primary in (False, True)}
+        self._parsed: dict[tuple[str, bytes], Parsed | None] = {}
 
     async def _answer(
         self,
@@ -529,32 +552,31 @@ class ReadPath:
             )
         )
 
-    def _match(self, path: str) -> tuple[Read, dict[str, str]] | None:
-        if not path.startswith("/v1/ladders"):
-            return None
-        for read in READS:
-            found = read.pattern.match(path)
-            if found is not None:
-                return read, found.groupdict()
-        return None
+    def _parse(self, path: str, query_string: bytes) -> Parsed | None:
+        """The read a request's path and query name, and its arguments; None when this
+        path does not take it. Kept by path and query (a client repeats its reads, and
+        reading a quality query's teams costs more than answering it from a kept body)."""
+        key = (path, query_string)
+        if key in self._parsed:
+            return self._parsed[key]
+        parsed = _parse(path, query_string)
+        if len(path) + len(query_string) <= PARSED_KEPT_LENGTH:
+            if len(self._parsed) >= PARSED_KEPT:
+                self._parsed.clear()
+            self._parsed[key] = parsed
+        return parsed
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "GET":
             await self.app(scope, receive, send)
             return
-        matched = self._match(scope["path"])
-        if matched is None:
+        parsed = self._parse(scope["path"], scope["query_string"])
+        if parsed is None:
             await self.app(scope, receive, send)
             return
-        read, params = matched
-        query = dict(parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True))
-        try:
-            args = read.args(params, query)
-        except Unread:
-            await self.app(scope, receive, send)
-            return
-        scope["route"] = _Route(read.path)
-        scope["path_params"] = params
+        read, params, args = parsed
+        scope["path_params"] = dict(params)
+        scope["route"] = read.route
         headers = _headers(scope)
         try:
             primary = _text_of(headers.get(READ_FROM.encode())) == "primary"

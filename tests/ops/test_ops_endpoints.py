@@ -268,6 +268,7 @@ class TestSettings:
             "RATINGS_READ_DATABASE_URL": "postgresql://u@replica:5432/d",
             "RATINGS_CACHE_CONTROL": '{"*": "no-cache", "leaderboard": "public, max-age=5"}',
             "RATINGS_READ_CACHE_MB": "8",
+            "RATINGS_OPENTELEMETRY": "true",
         }
         for name, value in values.items():
             monkeypatch.setenv(name, value)
@@ -299,6 +300,7 @@ class TestSettings:
             "read_database_url": "postgresql://u@replica:5432/d",
             "cache_control": {"*": "no-cache", "leaderboard": "public, max-age=5"},
             "read_cache_mb": 8.0,
+            "opentelemetry": True,
         }
 
 
