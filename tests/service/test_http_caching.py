@@ -4,15 +4,18 @@ operator's ``Cache-Control``."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
 from app.api.reads import BodyCache, matches_tag
 from app.config import get_settings
+from app.services.auth import hash_key
 from tests.service.helpers import assert_problem, create_ladder
 
 LADDER = "/v1/ladders/test"
@@ -246,3 +249,44 @@ def test_a_read_on_a_pinged_connection(
             seeded.get(f"{LADDER}/leaderboard", headers={"If-None-Match": tag}).status_code == 304
         )
         assert seeded.get(f"{LADDER}/players/alice").status_code == 200
+
+
+def test_concurrent_reads_share_one_validator_statement(
+    seeded: TestClient, admin_key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reads that wait for a validator together are answered by one statement, each with
+    the ladder's current validator; a write between two rounds shows in the next."""
+    from app.api import reads
+
+    rounds: list[list[tuple[str, str | None]]] = []
+    original = reads._read_states
+
+    def noting(pairs: list[tuple[str, str | None]], *, primary: bool) -> Any:
+        rounds.append(list(pairs))
+        return original(pairs, primary=primary)
+
+    monkeypatch.setattr(reads, "_read_states", noting)
+    app = seeded.app
+    headers = {"Authorization": f"Bearer {admin_key}"}
+    paths = [f"{LADDER}/leaderboard", f"{LADDER}/players/alice", "/v1/ladders/other"] * 10
+
+    async def read_all() -> list[Any]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(
+            transport=transport, base_url="http://test", headers=headers
+        ) as http:
+            return await asyncio.gather(*(http.get(path) for path in paths))
+
+    before = _tag(seeded)
+    rounds.clear()
+    responses = asyncio.run(read_all())
+    assert [r.status_code for r in responses] == [200, 200, 404] * 10
+    assert {r.headers["etag"] for r in responses if r.status_code == 200} == {before}
+    # One statement for the thirty, one pair per (ladder, key).
+    digest = hash_key(admin_key)
+    assert rounds == [[("test", digest), ("other", digest)]]
+    response = seeded.post(f"{LADDER}/matches", json={"teams": [["bob"], ["carol"]]})
+    assert response.status_code == 201
+    responses = asyncio.run(read_all())
+    after = {r.headers["etag"] for r in responses if r.status_code == 200}
+    assert after == {_tag(seeded)} and after != {before}
