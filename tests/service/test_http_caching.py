@@ -290,3 +290,37 @@ def test_concurrent_reads_share_one_validator_statement(
     responses = asyncio.run(read_all())
     after = {r.headers["etag"] for r in responses if r.status_code == 200}
     assert after == {_tag(seeded)} and after != {before}
+
+
+def test_a_failed_validator_statement_fails_its_reads_alone(
+    seeded: TestClient, admin_key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database refuses the statement of one round: every read waiting on it gets the
+    same 503, and the next round answers as usual."""
+    from sqlalchemy.exc import OperationalError
+
+    from app.api import reads
+
+    original = reads._read_states
+    failures = [OperationalError("SELECT", {}, Exception("the server went away"))]
+
+    def failing_once(pairs: list[tuple[str, str | None]], *, primary: bool) -> Any:
+        if failures:
+            raise failures.pop()
+        return original(pairs, primary=primary)
+
+    monkeypatch.setattr(reads, "_read_states", failing_once)
+    app = seeded.app
+    headers = {"Authorization": f"Bearer {admin_key}"}
+
+    async def read_all(n: int) -> list[Any]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(
+            transport=transport, base_url="http://test", headers=headers
+        ) as http:
+            return await asyncio.gather(*(http.get(f"{LADDER}/leaderboard") for _ in range(n)))
+
+    failed = asyncio.run(read_all(5))
+    assert [r.status_code for r in failed] == [503] * 5
+    assert_problem(failed[0], 503)
+    assert [r.status_code for r in asyncio.run(read_all(5))] == [200] * 5
