@@ -52,6 +52,7 @@ READ_NAMES = (
     "match",
     "accuracy",
     "quality",
+    "matchmaking",
 )
 
 

@@ -15,7 +15,8 @@ way): a game's first day, where an exact rank must count tens of thousands of ti
 script) drives each read for ``--seconds`` at each connection count (closed loop: a
 connection sends its next request when its answer is in): the leaderboard's first page,
 a deep keyset page (cursors at random ranks of the lower half), a random player with
-rank, and the quality of random 4 v 4 teams (its GET form), each also with the
+rank, the quality of random 4 v 4 teams and the most balanced split of 8 random players
+into two teams (their GET forms), each also with the
 ``If-None-Match`` of the answer it would get (fetched once before). The minimal app in
 the same run is FastAPI serving, from memory, a body of the same size as the route's
 mean answer (``GET /body/{size}``, one route, no database); ``x app`` is the rate's
@@ -118,11 +119,13 @@ def paths(url: str, ladder: str, n: int, rng: random.Random) -> dict[str, list[s
     base = f"/v1/ladders/{ladder}"
     prefix = "q" if ladder == BIG else "p"
     player = [f"{base}/players/{prefix}{rng.randrange(n):07d}" for _ in range(2000)]
-    quality = []
+    quality, matchmaking = [], []
     for _ in range(500):
         ids = [f"{prefix}{i:07d}" for i in rng.sample(range(n), 8)]
         teams = json.dumps([ids[:4], ids[4:]], separators=(",", ":"))
         quality.append(f"{base}/quality?teams={quote(teams)}")
+        players = json.dumps(ids, separators=(",", ":"))
+        matchmaking.append(f"{base}/matchmaking?players={quote(players)}&teams=2")
     return {
         "first page": [f"{base}/leaderboard"],
         "deep page": [
@@ -130,6 +133,7 @@ def paths(url: str, ladder: str, n: int, rng: random.Random) -> dict[str, list[s
         ],
         "player with rank": player,
         "4 v 4 quality": quality,
+        "8 players into 2 teams": matchmaking,
     }
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Query, Response
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from app.api.deps import LadderPath, ReadAccess, answer, ladder_of
 from app.api.schemas import QualityOut, QualityRequest
@@ -15,6 +15,8 @@ from app.errors import InvalidInput, validation_detail
 from app.services import predictions
 
 router = APIRouter(prefix="/ladders/{ladder}", tags=["predictions"])
+
+Body = TypeVar("Body", bound=BaseModel)
 
 
 @router.post(
@@ -35,9 +37,10 @@ async def quality(body: QualityRequest, ladder: LadderPath, access: ReadAccess) 
 MAX_QUERY_JSON = 64 * 1024
 
 
-def query_body(fields: Mapping[str, str | None]) -> QualityRequest:
-    """The quality request whose fields (``teams``, ``weights``, ``advantage``) are these
-    JSON texts (None: not given), or the 422 of the first that is not JSON or not valid."""
+def query_body(model: type[Body], fields: Mapping[str, str | None]) -> Body:
+    """The request body of the GET form of a POST read (quality, matchmaking) whose fields
+    are these JSON texts (None: not given), or the 422 of the first that is not JSON or
+    not valid."""
     decoded: dict[str, Any] = {}
     for name, value in fields.items():
         if value is not None:
@@ -46,12 +49,12 @@ def query_body(fields: Mapping[str, str | None]) -> QualityRequest:
             except ValueError:
                 raise InvalidInput(f"query.{name}: not JSON") from None
     try:
-        return QualityRequest.model_validate(decoded)
+        return model.model_validate(decoded)
     except ValidationError as exc:
         raise InvalidInput(validation_detail(exc.errors())) from None
 
 
-def _json_query(description: str) -> Any:
+def json_query(description: str) -> Any:
     return Query(max_length=MAX_QUERY_JSON, description=description)
 
 
@@ -64,17 +67,17 @@ async def quality_get(
     ladder: LadderPath,
     access: ReadAccess,
     teams: Annotated[
-        str, _json_query('The teams as JSON, as in the POST body: `[["a","b"],["c","d"]]`.')
+        str, json_query('The teams as JSON, as in the POST body: `[["a","b"],["c","d"]]`.')
     ],
     weights: Annotated[
-        str | None, _json_query("Partial play as JSON, in the shape of `teams`.")
+        str | None, json_query("Partial play as JSON, in the shape of `teams`.")
     ] = None,
     advantage: Annotated[
-        str | None, _json_query("Each team's advantage share as JSON: `[1, 0]`.")
+        str | None, json_query("Each team's advantage share as JSON: `[1, 0]`.")
     ] = None,
 ) -> Response:
     """The answer of `POST /v1/ladders/{ladder}/quality` for the body whose fields are the
     query's JSON values (URL-encoded), with an `ETag` like every read: a client or cache
     that asks again with `If-None-Match` gets `304 Not Modified` until the ladder changes."""
-    body = query_body({"teams": teams, "weights": weights, "advantage": advantage})
+    body = query_body(QualityRequest, {"teams": teams, "weights": weights, "advantage": advantage})
     return await quality(body, ladder, access)

@@ -44,12 +44,14 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from app.api.metrics import Template
 from app.api.predictions import query_body
 from app.api.schemas import DEFAULT_PAGE, ID_PATTERN, MAX_PAGE, QualityRequest, parse_time
+from app.api.schemas.matchmaking import MatchmakingRequest
 from app.api.security import Access, access_of, bearer_key
 from app.config import READ_NAMES, Settings, get_settings
 from app.domain.ladders import LADDER_ID
 from app.errors import InvalidInput, NotFound, error_response
 from app.services import accuracy, ladders, matches, players, predictions
 from app.services.auth import hash_key, passes_quietly
+from app.services.matchmaking import matchmake
 from app.storage import unit_of_work, versions
 from app.storage.engine import read_connection, read_session_factory
 from app.storage.models import Ladder
@@ -139,7 +141,9 @@ def _leaderboard_args(params: dict[str, str], query: dict[str, str]) -> dict[str
 def _quality_args(params: dict[str, str], query: dict[str, str]) -> dict[str, Any]:
     # The GET form of the quality query: the POST body's fields as JSON values.
     try:
-        body = query_body({name: query.get(name) for name in ("teams", "weights", "advantage")})
+        body = query_body(
+            QualityRequest, {name: query.get(name) for name in ("teams", "weights", "advantage")}
+        )
     except InvalidInput:
         raise Unread("teams") from None
     return {"body": body.model_dump_json()}
@@ -148,6 +152,23 @@ def _quality_args(params: dict[str, str], query: dict[str, str]) -> dict[str, An
 def _quality(*, session: Session, ladder: Ladder, body: str) -> BaseModel:
     return predictions.predict(
         session=session, ladder=ladder, body=QualityRequest.model_validate_json(body)
+    )
+
+
+def _matchmaking_args(params: dict[str, str], query: dict[str, str]) -> dict[str, Any]:
+    # The GET form of the matchmaking query: the POST body's fields as JSON values.
+    try:
+        body = query_body(
+            MatchmakingRequest, {"players": query.get("players"), "teams": query.get("teams")}
+        )
+    except InvalidInput:
+        raise Unread("players") from None
+    return {"body": body.model_dump_json()}
+
+
+def _matchmaking(*, session: Session, ladder: Ladder, body: str) -> BaseModel:
+    return matchmake(
+        session=session, ladder=ladder, body=MatchmakingRequest.model_validate_json(body)
     )
 
 
@@ -191,6 +212,7 @@ READS: tuple[Read, ...] = (
     ),
     _read("accuracy", "/v1/ladders/{ladder}/accuracy", _accuracy_args, accuracy.ladder_accuracy),
     _read("quality", "/v1/ladders/{ladder}/quality", _quality_args, _quality),
+    _read("matchmaking", "/v1/ladders/{ladder}/matchmaking", _matchmaking_args, _matchmaking),
 )
 
 assert tuple(read.name for read in READS) == READ_NAMES, "app.config names every read"

@@ -31,6 +31,7 @@ READS = (
     (f"{LADDER}/matches/m1", {}),
     (f"{LADDER}/accuracy", {"window": 10}),
     (f"{LADDER}/quality", {"teams": json.dumps([["alice"], ["bob"]])}),
+    (f"{LADDER}/matchmaking", {"players": json.dumps(["alice", "bob", "carol", "dave"])}),
 )
 
 
@@ -90,6 +91,26 @@ def test_the_get_quality_equals_the_post(seeded: TestClient) -> None:
     assert_problem(
         seeded.get(f"{LADDER}/quality", params={"teams": json.dumps([["a"], ["a"]])}), 422
     )
+
+
+def test_the_get_matchmaking_equals_the_post(seeded: TestClient) -> None:
+    body = {"players": ["alice", "bob", "carol", "dave", "erin", "frank"], "teams": 3}
+    posted = seeded.post(f"{LADDER}/matchmaking", json=body)
+    got = seeded.get(
+        f"{LADDER}/matchmaking",
+        params={"players": json.dumps(body["players"]), "teams": json.dumps(body["teams"])},
+    )
+    assert posted.status_code == got.status_code == 200
+    assert got.json() == posted.json() and len(got.json()["teams"]) == 3
+    two = seeded.get(f"{LADDER}/matchmaking", params={"players": json.dumps(body["players"])})
+    assert (
+        two.json() == seeded.post(f"{LADDER}/matchmaking", json={"players": body["players"]}).json()
+    )
+    assert_problem(seeded.get(f"{LADDER}/matchmaking", params={"players": "["}), 422, "players")
+    assert_problem(seeded.get(f"{LADDER}/matchmaking"), 422, "players")
+    for teams in ("1", "two", "2.5"):
+        query = {"players": json.dumps(body["players"]), "teams": teams}
+        assert_problem(seeded.get(f"{LADDER}/matchmaking", params=query), 422, "teams")
 
 
 def test_a_query_the_route_refuses_is_its_422(seeded: TestClient) -> None:
