@@ -125,11 +125,17 @@ def error_page(request: Request, status: int, title: str, detail: str) -> HTMLRe
     return page(request, "error.html", {"title": title, "detail": detail}, status_code=status)
 
 
-def _to_login(request: Request, message: str | None) -> RedirectResponse:
+#: Why the login form is shown, by the code its URL carries (never text from the URL: a
+#: link could otherwise put any words on this service's page).
+REASONS = {"refused": "That key is unknown or revoked: enter another."}
+
+
+def _to_login(request: Request) -> RedirectResponse:
     target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-    query = {"next": target, **({"message": message} if message else {})}
+    refused = bool(_key(request))  # a key the check refused: forget it
+    query = {"next": target, **({"reason": "refused"} if refused else {})}
     response = RedirectResponse(f"/console/login?{urlencode(query)}", status_code=303)
-    if _key(request):  # a key the check refused: forget it
+    if refused:
         response.delete_cookie(COOKIE, path="/console")
     return response
 
@@ -148,8 +154,7 @@ class ConsoleRoute(APIRoute):
             except Unauthorized as exc:
                 if wants_json:
                     return JSONResponse({"detail": exc.detail}, status_code=401, headers=HEADERS)
-                message = None if not _key(request) else "That key is unknown or revoked."
-                return _to_login(request, message)
+                return _to_login(request)
             except ProblemError as exc:
                 return error_page(request, exc.status, exc.title, exc.detail)
             except RequestValidationError as exc:
@@ -339,14 +344,14 @@ def _next_page(target: str | None) -> str:
 async def login_form(
     request: Request,
     next_page: Annotated[str | None, Query(alias="next", max_length=2048)] = None,
-    message: Annotated[str | None, Query(max_length=200)] = None,
+    reason: Annotated[str | None, Query(max_length=32)] = None,
 ) -> Response:
     return page(
         request,
         "login.html",
         {
             "next": _next_page(next_page),
-            "message": message,
+            "message": REASONS.get(reason or ""),
             "required": get_settings().require_read_key,
         },
     )

@@ -229,8 +229,12 @@ def test_a_revoked_key_sends_back_to_the_login(keyed: TestClient, database_url: 
     keyed.cookies.set(COOKIE, _read_key(database_url, revoked=True), path="/console")
     away = keyed.get("/console/ladders/duel", follow_redirects=False)
     assert away.status_code == 303
-    assert "unknown+or+revoked" in away.headers["location"]
+    assert away.headers["location"].endswith("&reason=refused")
     assert f'{COOKIE}=""' in away.headers["set-cookie"]
+    assert "unknown or revoked" in _html(keyed.get(away.headers["location"]))
+    # The form shows its own words only, whatever a link puts in its URL.
+    planted = keyed.get("/console/login", params={"reason": "Enter your key at evil.example"})
+    assert "evil.example" not in _html(planted)
 
 
 def test_open_reads_ask_no_key(client: TestClient) -> None:
