@@ -23,6 +23,7 @@ from app.domain.ladders import BAYESIAN, ladder_config
 from app.domain.outcomes import outcome_of
 from app.domain.times import utc
 from app.errors import NotFound
+from app.rating.base import Rating
 from app.services import accuracy, players
 from app.storage import repositories
 from app.storage.models import Ladder
@@ -126,11 +127,15 @@ def trajectory(*, session: Session, ladder: Ladder, player_id: str) -> Trajector
     return Trajectory(
         mu=[round(mu, DIGITS) for mu in mus],
         conservative=[
-            round(mu - k * sigma if k is not None else mu, DIGITS)
+            round(config.conservative(Rating(mu, sigma)), DIGITS)
             for mu, sigma in zip(mus, sigmas, strict=True)
         ],
-        lower=[round(m - s, DIGITS) for m, s in zip(mus, sigmas, strict=True)] if k else None,
-        upper=[round(m + s, DIGITS) for m, s in zip(mus, sigmas, strict=True)] if k else None,
+        lower=[round(m - s, DIGITS) for m, s in zip(mus, sigmas, strict=True)]
+        if config.bayesian
+        else None,
+        upper=[round(m + s, DIGITS) for m, s in zip(mus, sigmas, strict=True)]
+        if config.bayesian
+        else None,
         matches=flags,
         conservative_k=k,
     )

@@ -90,6 +90,14 @@ def test_the_pages_show_the_ladders_the_board_a_player_and_the_health(
     assert trajectory["upper"][0] - trajectory["lower"][0] == pytest.approx(2 * 25 / 3, abs=1e-3)
     elo = client.get("/console/ladders/races")
     assert "No player has played yet" in _html(elo)
+    answer = client.post(
+        "/v1/ladders/races/matches", json={"teams": [["e1"], ["e2"], ["e3"]], "match_id": "r1"}
+    )
+    assert answer.status_code == 201
+    elo_trajectory = client.get("/console/ladders/races/players/e1/trajectory.json").json()
+    assert elo_trajectory["lower"] is None and elo_trajectory["conservative_k"] is None
+    assert elo_trajectory["conservative"] == elo_trajectory["mu"]
+    assert "Uncertainty" not in _html(client.get("/console/ladders/races"))
 
     health = _text(_html(client.get("/console/ladders/duel/health")))
     accuracy = client.get("/v1/ladders/duel/accuracy").json()
@@ -116,6 +124,10 @@ def test_the_leaderboard_pages_with_the_cursor_and_finds_a_player(client: TestCl
     assert _board(_html(client.get("/console/ladders/duel?player=p4"))) == [(rank, "p4")]
     missing = _html(client.get("/console/ladders/duel", params={"player": "nobody"}))
     assert "No player <strong>nobody</strong>" in missing
+
+    ladders = _html(client.get("/console?limit=1"))
+    assert "/console/ladders/duel" in ladders and "/console/ladders/races" not in ladders
+    assert "/console/ladders/races" in _html(client.get(_next(ladders) or ""))
 
     first = _html(client.get("/console/ladders/duel/players/p0?limit=2"))
     second = _html(client.get(_next(first) or ""))
