@@ -21,6 +21,8 @@ from app.api.reads import ReadPath, document_validators
 from app.api.router import api_router
 from app.api.writer import GroupWriter
 from app.config import GC_TUNING_ENV, Settings, get_settings
+from app.console.routes import router as console_router
+from app.console.routes import static_files as console_static
 from app.domain.jsontext import DuplicateKey, unique_keys
 from app.errors import (
     InvalidInput,
@@ -231,6 +233,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     application.include_router(api_router)
     application.include_router(ops_router)
+    # The console's files first: its router ends with a page for every other path under it.
+    application.mount("/console/static", console_static, name="console-static")
+    application.include_router(console_router)
     # The reads' own path, behind the middleware below (they see its requests too).
     application.add_middleware(ReadPath, settings=settings)
     # Added last, runs first: the metrics see every answer, the 413s included.

@@ -915,6 +915,34 @@ def history(
     return [HistoryEntryRow._make(row) for row in session.execute(query)]
 
 
+class TrajectoryRow(NamedTuple):
+    """One of a player's rating changes as a point of their trajectory."""
+
+    match_seq: int | None
+    mu_before: float
+    sigma_before: float | None
+    mu_after: float
+    sigma_after: float | None
+
+
+def trajectory(*, session: Session, ladder_id: str, player_id: str) -> list[TrajectoryRow]:
+    """Every rating change of the player, oldest first: one range of
+    ``ix_rating_history_player`` and five columns a row, no join (the console draws the
+    whole of it, up to tens of thousands of points)."""
+    query = (
+        select(
+            RatingHistory.match_seq,
+            RatingHistory.mu_before,
+            RatingHistory.sigma_before,
+            RatingHistory.mu_after,
+            RatingHistory.sigma_after,
+        )
+        .where(RatingHistory.ladder_id == ladder_id, RatingHistory.player_id == player_id)
+        .order_by(RatingHistory.id)
+    )
+    return [TrajectoryRow._make(row) for row in session.execute(query)]
+
+
 # -- re-rating (void, rebuild) ---------------------------------------------------------------
 
 
@@ -1880,6 +1908,8 @@ class Prediction(NamedTuple):
     win_probabilities: list[float] | None
     ranks: list[float] | None
     scores: list[float] | None
+    #: The match's stored quality (the console's draws by predicted quality).
+    quality: float | None
 
 
 def recent_predictions(*, session: Session, ladder_id: str, window: int) -> list[Prediction]:
@@ -1892,6 +1922,7 @@ def recent_predictions(*, session: Session, ladder_id: str, window: int) -> list
             Match.win_probabilities,
             Match.request["ranks"],
             Match.request["scores"],
+            Match.quality,
         )
         .where(Match.ladder_id == ladder_id, Match.voided_at.is_(None))
         .order_by(Match.seq.desc())

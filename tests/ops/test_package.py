@@ -84,3 +84,23 @@ def test_the_installed_package_migrates_outside_the_source_tree(
         (version,) = connection.execute("SELECT version_num FROM alembic_version").fetchone()
     assert {"ladders", "ratings", "matches", "participants", "api_keys"} <= tables
     assert {version} == migration_heads()
+
+
+@pytest.mark.slow
+def test_the_wheel_holds_the_console_pages_and_files(wheel: Path) -> None:
+    console = ROOT / "app" / "console"
+    files = {
+        path.relative_to(ROOT).as_posix()
+        for folder in ("templates", "static")
+        for path in (console / folder).rglob("*")
+        if path.is_file()
+    }
+    assert {
+        "app/console/templates/base.html",
+        "app/console/static/console.js",
+        "app/console/static/uplot/uPlot.iife.min.js",
+        "app/console/static/uplot/LICENSE",
+    } <= files
+    with zipfile.ZipFile(wheel) as archive:
+        packed = set(archive.namelist())
+    assert files <= packed, sorted(files - packed)
