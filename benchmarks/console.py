@@ -23,7 +23,6 @@ API's. Wall-clock figures of one machine: compare the ratio, not the millisecond
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import random
 import statistics
@@ -40,18 +39,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
-def _load_http_benchmark() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_http", _HERE / "http.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+from benchmarks.databases import fresh_database, http_benchmark, print_table  # noqa: E402
 
-
-bench = _load_http_benchmark()
-
-from benchmarks.databases import fresh_database, print_table  # noqa: E402
+bench = http_benchmark()
 
 LADDER = "bench-console"
 PAGE = 50

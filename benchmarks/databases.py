@@ -1,11 +1,16 @@
-"""What the database benchmarks share: a fresh database per run, and printing a table."""
+"""What the database benchmarks share: a fresh database per run, printing a table, and
+the HTTP benchmark's helpers."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 from app.storage.engine import dispose_engines
 
@@ -52,3 +57,14 @@ def print_table(header: Sequence[str], rows: Sequence[Sequence[str]], style: str
     widths = [max(len(str(c)) for c in column) for column in zip(header, *rows, strict=True)]
     for row in [header, *rows]:
         print("  ".join(str(c).rjust(w) for c, w in zip(row, widths, strict=True)))
+
+
+def http_benchmark() -> Any:
+    """``benchmarks/http.py`` as a module (``bench_http``): its name is the standard
+    library's ``http``, so it cannot be imported by name."""
+    spec = importlib.util.spec_from_file_location("bench_http", Path(__file__).parent / "http.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module

@@ -27,7 +27,6 @@ time per request during the timed run, from ``/proc``.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import random
 import sys
@@ -46,16 +45,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
-def _load_http_benchmark() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_http", _HERE / "http.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+from benchmarks.databases import http_benchmark  # noqa: E402
 
-
-bench = _load_http_benchmark()
+bench = http_benchmark()
 
 #: The minimal app: a body of the asked size, made once and answered from memory.
 MINIMAL_SOURCE = """\
