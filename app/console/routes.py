@@ -131,7 +131,10 @@ REASONS = {"refused": "That key is unknown or revoked: enter another."}
 
 
 def _to_login(request: Request) -> RedirectResponse:
-    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    # The path as the browser sent it (still percent-encoded): a player id with "%20" in it
+    # must come back as that id, not as the decoded one.
+    raw_path = request.scope.get("raw_path") or request.url.path.encode()
+    target = raw_path.decode("latin-1") + (f"?{request.url.query}" if request.url.query else "")
     refused = bool(_key(request))  # a key the check refused: forget it
     query = {"next": target, **({"reason": "refused"} if refused else {})}
     response = RedirectResponse(f"/console/login?{urlencode(query)}", status_code=303)
@@ -156,6 +159,10 @@ class ConsoleRoute(APIRoute):
                     return JSONResponse({"detail": exc.detail}, status_code=401, headers=HEADERS)
                 return _to_login(request)
             except ProblemError as exc:
+                if wants_json:
+                    return JSONResponse(
+                        {"detail": exc.detail}, status_code=exc.status, headers=HEADERS
+                    )
                 return error_page(request, exc.status, exc.title, exc.detail)
             except RequestValidationError as exc:
                 return error_page(
@@ -211,13 +218,16 @@ async def ladder_page(
     cursor: Cursor = None,
     player: Annotated[str | None, Query(max_length=MAX_ID_LENGTH)] = None,
 ) -> Response:
-    search = (player or "").strip()
+    search = player if player and player.strip() else ""
 
     def work(session: Session) -> dict[str, Any]:
         row = ladder_of(session, ladder)
         out: dict[str, Any] = {"ladder": console.ladder_summary(session=session, ladder=row)}
         if search:
+            # The id exactly as typed, else without the spaces a paste brings along.
             found = console.find_player(session=session, ladder=row, player_id=search)
+            if found is None and search.strip() != search:
+                found = console.find_player(session=session, ladder=row, player_id=search.strip())
             out["entries"] = [found] if found is not None else []
             out["next_cursor"] = None
         else:
@@ -392,4 +402,6 @@ async def logout(request: Request) -> Response:
 
 @router.get("/{rest:path}", response_class=HTMLResponse)
 async def unknown_page(request: Request, rest: str) -> Response:
+    if rest == "":  # "/console/": the ladders
+        return RedirectResponse("/console", status_code=308)
     return error_page(request, 404, "Not Found", f"No console page at {request.url.path}.")

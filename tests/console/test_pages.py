@@ -139,13 +139,27 @@ def test_errors_are_pages_with_their_status(client: TestClient) -> None:
     _seed(client)
     assert "no ladder" in _html(client.get("/console/ladders/nope"), 404)
     assert "no player" in _html(client.get("/console/ladders/duel/players/nobody"), 404)
-    _html(client.get("/console/ladders/duel/players/nobody/trajectory.json"), 404)
+    missing = client.get("/console/ladders/duel/players/nobody/trajectory.json")
+    assert missing.status_code == 404 and "no player" in missing.json()["detail"]
     _html(client.get("/console/ladders/duel/health/more"), 404)
     _html(client.get("/console/elsewhere"), 404)
     for query in ("limit=0", "limit=x", "cursor=not-a-cursor", "player=" + "x" * 200):
         _html(client.get(f"/console/ladders/duel?{query}"), 422)
     _html(client.get("/console/ladders/duel/players/p0?cursor=WyJ4Il0"), 422)
     assert client.get("/console/static/console.css").status_code == 200
+    slash = client.get("/console/", follow_redirects=False)
+    assert slash.status_code == 308 and slash.headers["location"] == "/console"
+
+
+def test_the_search_takes_the_id_as_typed(client: TestClient) -> None:
+    """An id with spaces at its ends is found as typed; a pasted id with spaces that are
+    not part of it is found too."""
+    create_ladder(client, "spaced")
+    answer = client.post("/v1/ladders/spaced/matches", json={"teams": [[" lead"], ["trail"]]})
+    assert answer.status_code == 201, answer.text
+    for typed, found in ((" lead", " lead"), ("trail  ", "trail"), ("lead", None)):
+        html = _html(client.get("/console/ladders/spaced", params={"player": typed}))
+        assert [player for _, player in _board(html)] == ([found] if found else [])
 
 
 def test_nothing_under_the_console_writes(client: TestClient, database_url: str) -> None:
@@ -198,6 +212,12 @@ def test_a_required_read_key_is_asked_once_and_kept_for_the_session(
     away = keyed.get("/console/ladders/duel?limit=2", follow_redirects=False)
     assert away.status_code == 303
     assert away.headers["location"] == "/console/login?next=%2Fconsole%2Fladders%2Fduel%3Flimit%3D2"
+    # The page asked for comes back as sent: an id with "%20" in it stays that id.
+    escaped = "/console/ladders/duel/players/p%2520q"
+    assert (
+        keyed.get(escaped, follow_redirects=False).headers["location"]
+        == "/console/login?next=%2Fconsole%2Fladders%2Fduel%2Fplayers%2Fp%252520q"
+    )
     json_read = keyed.get("/console/ladders/duel/players/p1/trajectory.json")
     assert json_read.status_code == 401
     assert "API key" in _html(keyed.get(away.headers["location"]))
@@ -222,6 +242,9 @@ def test_a_required_read_key_is_asked_once_and_kept_for_the_session(
     assert len(_board(_html(keyed.get("/console/ladders/duel?limit=2")))) == 2
     assert keyed.get("/console/ladders/duel/players/p1/trajectory.json").status_code == 200
     assert "Sign out" in _html(keyed.get("/console"))
+
+    back = keyed.post("/console/login", data={"key": key, "next": escaped}, follow_redirects=False)
+    assert back.headers["location"] == escaped
 
     out = keyed.post("/console/logout", follow_redirects=False)
     assert out.status_code == 303 and COOKIE not in keyed.cookies

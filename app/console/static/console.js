@@ -14,6 +14,8 @@
     logLoss: "#1f5fbf",
   };
   var HEIGHT = 300;
+  // Tick steps of an axis that counts (changes, runs): whole numbers only.
+  var WHOLE = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000];
 
   function axis(label, extra) {
     var out = { label: label, stroke: "#333", grid: { stroke: "#e4e4e4" } };
@@ -47,7 +49,7 @@
           series: series,
           bands: bands,
           scales: { x: { time: false } },
-          axes: [axis("rating change"), axis("rating")],
+          axes: [axis("rating change, first to last", { incrs: WHOLE }), axis("rating")],
         },
         data: data,
       };
@@ -79,7 +81,7 @@
           ],
           scales: { x: { time: false }, error: { range: [0, null] }, loss: { range: [0, null] } },
           axes: [
-            axis("run of matches, oldest first"),
+            axis("run of matches, oldest first", { incrs: WHOLE }),
             axis("prediction error", { scale: "error", values: percentTicks }),
             axis("log loss", { scale: "loss", side: 1, grid: { show: false } }),
           ],
