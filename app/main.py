@@ -50,6 +50,28 @@ def _is_json(content_type: str | None) -> bool:
     )
 
 
+class HeadMiddleware:
+    """Pure ASGI middleware: a HEAD request is answered as its GET would be, headers and
+    all, without the body (RFC 9110 9.3.2). FastAPI's GET routes take GET alone, and
+    uptime and link checkers ask with HEAD."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            await self.app(scope, receive, send)
+            return
+
+        async def without_body(message: Message) -> None:
+            if message["type"] == "http.response.body":
+                message = {**message, "body": b""}
+            await send(message)
+
+        # A copy: the middleware outside (the metrics) still sees a HEAD.
+        await self.app({**scope, "method": "GET"}, receive, without_body)
+
+
 class BodyLimitMiddleware:
     """Pure ASGI middleware: refuse bodies over ``max_body_bytes`` with 413 problem+json.
 
@@ -238,6 +260,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     application.include_router(console_router)
     # The reads' own path, behind the middleware below (they see its requests too).
     application.add_middleware(ReadPath, settings=settings)
+    application.add_middleware(HeadMiddleware)
     # Added last, runs first: the metrics see every answer, the 413s included.
     application.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
     application.add_middleware(RateLimitMiddleware)  # off unless RATINGS_RATE_LIMIT_* says

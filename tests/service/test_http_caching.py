@@ -345,3 +345,18 @@ def test_a_failed_validator_statement_fails_its_reads_alone(
     assert [r.status_code for r in failed] == [503] * 5
     assert_problem(failed[0], 503)
     assert [r.status_code for r in asyncio.run(read_all(5))] == [200] * 5
+
+
+def test_head_answers_as_get_without_the_body(seeded: TestClient) -> None:
+    """HEAD works wherever GET does: the same status and headers, no body."""
+    for path in (f"{LADDER}/leaderboard", "/console", "/healthz", "/console/static/console.css"):
+        got = seeded.get(path)
+        head = seeded.head(path)
+        assert head.status_code == got.status_code == 200, path
+        assert head.content == b""
+        assert head.headers.get("content-length") == got.headers.get("content-length")
+        assert head.headers.get("etag") == got.headers.get("etag")
+    tag = _tag(seeded)
+    assert seeded.head(f"{LADDER}/leaderboard", headers={"If-None-Match": tag}).status_code == 304
+    assert seeded.head(f"{LADDER}/players/nobody").status_code == 404
+    assert seeded.head(f"{LADDER}/fit").status_code == 405  # POST alone
