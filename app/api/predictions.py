@@ -51,7 +51,9 @@ def query_body(model: type[Body], fields: Mapping[str, str | None]) -> Body:
     try:
         return model.model_validate(decoded)
     except ValidationError as exc:
-        raise InvalidInput(validation_detail(exc.errors())) from None
+        # Named as FastAPI names a query parameter's errors ("query.teams: ...").
+        errors = [{**error, "loc": ("query", *error["loc"])} for error in exc.errors()]
+        raise InvalidInput(validation_detail(errors)) from None
 
 
 def json_query(description: str) -> Any:
