@@ -18,6 +18,7 @@ from sqlalchemy import (
     DateTime,
     Float,
     Integer,
+    Select,
     String,
     Table,
     Text,
@@ -30,6 +31,7 @@ from sqlalchemy import (
     or_,
     select,
     text,
+    union_all,
     update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
@@ -506,25 +508,27 @@ def _rating_columns() -> tuple[Any, ...]:
 
 @cache
 def _leaderboard_statement(after: bool, qualified: bool) -> Executable:
-    query = (
-        select(*_rating_columns())
-        .where(PlayerRating.ladder_id == _LADDER)
-        .order_by(PlayerRating.conservative.desc(), PlayerRating.player_id)
-        .limit(bindparam("limit", type_=Integer))
-    )
-    if qualified:
-        query = query.where(PlayerRating.matches >= _MIN_MATCHES)
-    if after:
-        query = query.where(
-            PlayerRating.conservative <= _KEY_RATING,
-            or_(
-                PlayerRating.conservative < _KEY_RATING,
-                and_(
-                    PlayerRating.conservative == _KEY_RATING, PlayerRating.player_id > _KEY_PLAYER
-                ),
-            ),
+    limit = bindparam("limit", type_=Integer)
+
+    def page(*conditions: ColumnElement[bool]) -> Select[Any]:
+        query = (
+            select(*_rating_columns())
+            .where(PlayerRating.ladder_id == _LADDER, *conditions)
+            .order_by(PlayerRating.conservative.desc(), PlayerRating.player_id)
+            .limit(limit)
         )
-    return query
+        return query.where(PlayerRating.matches >= _MIN_MATCHES) if qualified else query
+
+    if not after:
+        return page()
+    # After the key: the rest of its tie, then the ratings below it. Two index range
+    # scans that each start at their first row; one range with an OR would start at the
+    # tie's first player and skip the tied players before the key one by one (a deep
+    # page among 50,000 players who share a rating walked them all).
+    tied = page(PlayerRating.conservative == _KEY_RATING, PlayerRating.player_id > _KEY_PLAYER)
+    below = page(PlayerRating.conservative < _KEY_RATING)
+    both = union_all(select(tied.subquery()), select(below.subquery())).subquery()
+    return select(*both.c).order_by(both.c.conservative.desc(), both.c.player_id).limit(limit)
 
 
 def leaderboard(
