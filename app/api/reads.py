@@ -325,6 +325,11 @@ class Answer:
     body: bytes | None
 
 
+def _body_key(read: Read, ladder_id: str | None, args: Args, tag: str) -> Hashable:
+    """Where a read's body is kept: under the validator of the state it was made from."""
+    return (read.name, ladder_id, args, tag)
+
+
 def _unknown_ladder(ladder_id: str) -> NotFound:
     return NotFound(f"ladder: no ladder {ladder_id[:64]!r}")
 
@@ -341,9 +346,9 @@ def serve(
     tag: str | None = None,
 ) -> Answer:
     """The read in ``session``'s transaction: the key, the validator, then the body kept
-    for it or the route's work rendered. ``tag``: the validator :func:`_quick` read, with
-    the key it checked; the body is then made in a snapshot no older than that validator's,
-    so it is never older than the state the validator names."""
+    for it or the route's work rendered. ``tag``: the validator :class:`Validators` read,
+    with the key it checked; the body is then made in a snapshot no older than that
+    validator's, so it is never older than the state the validator names."""
     if tag is None:
         access.check(session)
         if ladder_id is None:
@@ -355,7 +360,7 @@ def serve(
             tag = versions.etag(state.created_at, state.version)
         if matches_tag(if_none_match, tag):
             return Answer(tag, None)
-    key = (read.name, ladder_id, args, tag)
+    key = _body_key(read, ladder_id, args, tag)
     body = cache.get(key) if cache is not None else None
     if body is None:
         if ladder_id is None:
@@ -451,35 +456,8 @@ def _settle(
     tag = versions.etag(state.created_at, state.version)
     if matches_tag(if_none_match, tag):
         return Answer(tag, None)
-    body = cache.get((read.name, ladder_id, args, tag)) if cache is not None else None
+    body = cache.get(_body_key(read, ladder_id, args, tag)) if cache is not None else None
     return tag if body is None else Answer(tag, body)
-
-
-def answer_read(
-    *,
-    read: Read,
-    ladder_id: str | None,
-    args: Args,
-    access: Access,
-    if_none_match: str | None,
-    cache: BodyCache | None,
-    tag: str | None,
-) -> Answer:
-    """:func:`serve` in a read transaction on the read database, in the thread it runs in."""
-    return unit_of_work.run(
-        partial(
-            serve,
-            read=read,
-            ladder_id=ladder_id,
-            args=args,
-            access=access,
-            if_none_match=if_none_match,
-            cache=cache,
-            tag=tag,
-        ),
-        read_only=True,
-        session_factory=read_session_factory(primary=access.primary),
-    )
 
 
 #: A read, its path's parameters and its arguments.
@@ -537,7 +515,6 @@ class ReadPath:
         read: Read,
         ladder_id: str | None,
         args: Args,
-        key: str,
         access: Access,
         if_none_match: str | None,
     ) -> Answer:
@@ -547,7 +524,7 @@ class ReadPath:
         if ladder_id is not None:
             if not LADDER_ID.fullmatch(ladder_id):  # it cannot exist: not even looked up
                 raise _unknown_ladder(ladder_id)
-            digest = hash_key(key) if key else None
+            digest = hash_key(access.key) if access.key else None
             state = await self.validators[access.primary].state(ladder_id, digest)
             found = _settle(
                 state,
@@ -561,16 +538,22 @@ class ReadPath:
             if isinstance(found, Answer):
                 return found
             tag = found
+        work = partial(
+            serve,
+            read=read,
+            ladder_id=ladder_id,
+            args=args,
+            access=access,
+            if_none_match=if_none_match,
+            cache=self.cache,
+            tag=tag,
+        )
         return await to_thread.run_sync(
             partial(
-                answer_read,
-                read=read,
-                ladder_id=ladder_id,
-                args=args,
-                access=access,
-                if_none_match=if_none_match,
-                cache=self.cache,
-                tag=tag,
+                unit_of_work.run,
+                work,
+                read_only=True,
+                session_factory=read_session_factory(primary=access.primary),
             )
         )
 
@@ -608,7 +591,6 @@ class ReadPath:
                 read=read,
                 ladder_id=params.get("ladder"),
                 args=args,
-                key=key,
                 access=access,
                 if_none_match=_text_of(headers.get(b"if-none-match")),
             )

@@ -10,7 +10,7 @@ prediction health over its newest matches (:mod:`app.domain.health`). Read-only.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -109,7 +109,7 @@ class Trajectory:
 def trajectory(*, session: Session, ladder: Ladder, player_id: str) -> Trajectory:
     """The player's whole trajectory: one indexed range of their history."""
     if repositories.read_rating(session=session, ladder_id=ladder.id, player_id=player_id) is None:
-        raise NotFound(f"player_id: no player {player_id[:128]!r} in ladder {ladder.id!r}")
+        raise players.unknown_player(ladder, player_id)
     config = ladder_config(ladder)
     rows = repositories.trajectory(session=session, ladder_id=ladder.id, player_id=player_id)
     mus: list[float] = []
@@ -214,12 +214,8 @@ def _played(entry: HistoryEntry, player_id: str, document: str | None) -> Played
         return base
     mates = [p["player_id"] for p in teams[own]["players"] if p["player_id"] != player_id]
     others = [p["player_id"] for j, team in enumerate(teams) if j != own for p in team["players"]]
-    return PlayedMatch(
-        kind=entry.kind,
-        match_id=entry.match_id,
-        played_at=entry.played_at,
-        before=entry.before,
-        after=entry.after,
+    return replace(
+        base,
         outcome=_placing(ranks, own),
         teammates=mates[:NAMES_SHOWN],
         opponents=others[:NAMES_SHOWN],

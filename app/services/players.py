@@ -113,14 +113,15 @@ def _player_view(
     )
 
 
-def _unknown_player(ladder: Ladder, player_id: str) -> NotFound:
+def unknown_player(ladder: Ladder, player_id: str) -> NotFound:
+    """The 404 of a player the ladder does not have."""
     return NotFound(f"player_id: no player {player_id[:128]!r} in ladder {ladder.id!r}")
 
 
 def get_player(*, session: Session, ladder: Ladder, player_id: str) -> PlayerOut:
     row = repositories.read_rating(session=session, ladder_id=ladder.id, player_id=player_id)
     if row is None:
-        raise _unknown_player(ladder, player_id)
+        raise unknown_player(ladder, player_id)
     return _player_view(session=session, ladder=ladder, row=row)
 
 
@@ -151,7 +152,7 @@ def seed_player(
     )
     row = repositories.lock_rating(session=session, ladder_id=ladder.id, player_id=player_id)
     if row is None:  # inserted just above, in this transaction
-        raise _unknown_player(ladder, player_id)
+        raise unknown_player(ladder, player_id)
     old = rating_of(row)
     # Without a sigma a Bayesian rating keeps its own (the prior's for a new player).
     new = Rating(body.mu, body.sigma if body.sigma is not None else old.sigma)
@@ -194,7 +195,7 @@ def player_history(
     *, session: Session, ladder: Ladder, player_id: str, limit: int, cursor: str | None
 ) -> HistoryPage:
     if repositories.read_rating(session=session, ladder_id=ladder.id, player_id=player_id) is None:
-        raise _unknown_player(ladder, player_id)
+        raise unknown_player(ladder, player_id)
     before_id = None
     if cursor is not None:
         key = decode_cursor(cursor)
