@@ -1,5 +1,6 @@
 """``ratings ladders create | list``: make a ladder and list them, as ``POST /v1/ladders``
-and ``GET /v1/ladders`` do; ``ratings import`` and ``ratings rebuild``: load a match file
+and ``GET /v1/ladders`` do; ``ratings ladders blocks``: cut a ladder's full rating blocks;
+``ratings import`` and ``ratings rebuild``: load a match file
 into a ladder, replay a ladder from its first match."""
 
 from __future__ import annotations
@@ -171,8 +172,19 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ladders_blocks(args: argparse.Namespace) -> int:
+    open_database()
+    _ladder_exists(args.ladder)
+    cut = transaction(
+        lambda session: ladders.cut_rating_blocks(session=session, ladder_id=args.ladder)
+    )
+    print(f"ladder {args.ladder}: {cut:,} rating blocks cut")
+    return 0
+
+
 def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``ladders create | list``, ``import`` and ``rebuild`` to the ``ratings`` command."""
+    """Add ``ladders create | list | blocks``, ``import`` and ``rebuild`` to the ``ratings``
+    command."""
     group = commands.add_parser("ladders", help="make and list ladders").add_subparsers(
         dest="ladders_command", required=True, metavar="ACTION"
     )
@@ -197,6 +209,16 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     listing = group.add_parser("list", help="list every ladder with its counts")
     listing.add_argument("--json", action="store_true", help="JSON instead of a table")
     listing.set_defaults(func=cmd_ladders_list)
+    cut = group.add_parser(
+        "blocks",
+        help="cut the ladder's full rating blocks (after loading ratings by SQL)",
+        description="A rank among many players who share a rating counts them by blocks of "
+        "player ids. The service cuts a block that grew large by itself, now and then after "
+        "a write; ratings loaded straight into the database wait for the next writes. This "
+        "cuts every full block of the ladder at once. The ladder's writers wait meanwhile.",
+    )
+    cut.add_argument("ladder", metavar="LADDER", help="the ladder's id")
+    cut.set_defaults(func=cmd_ladders_blocks)
 
     load = commands.add_parser(
         "import",

@@ -22,7 +22,7 @@ from app.domain.ladders import (
 )
 from app.domain.times import utc
 from app.errors import Conflict, InvalidInput, NotFound
-from app.storage import repositories
+from app.storage import blocks, repositories
 from app.storage.models import Ladder
 
 
@@ -104,6 +104,12 @@ def get_ladder(*, session: Session, ladder_id: str, detached: bool = False) -> L
     if ladder is None:
         raise NotFound(f"ladder: no ladder {ladder_id[:64]!r}")
     return ladder
+
+
+def cut_rating_blocks(*, session: Session, ladder_id: str) -> int:
+    """Cut every full rating block of the ladder (:mod:`app.storage.blocks`); how many."""
+    get_ladder(session=session, ladder_id=ladder_id)
+    return blocks.cut(session=session, ladder_id=ladder_id)
 
 
 def delete_ladder(*, session: Session, ladder: Ladder) -> LadderDeleted:

@@ -6,7 +6,8 @@ Alembic (``migrations/``) is the only source of the schema; these models describ
 Ratings are Gaussian beliefs (mu, sigma); Elo ladders keep ``sigma`` NULL, and only
 Glicko-2 ladders fill ``volatility``. The stored
 ``conservative`` value (mu - k sigma, or mu for Elo) backs the leaderboard index.
-Database triggers on ``ratings`` (migration 0004) keep ``rating_buckets`` exact.
+Database triggers on ``ratings`` (migrations 0004 and 0016) keep ``rating_buckets`` and
+``rating_blocks`` exact.
 """
 
 from __future__ import annotations
@@ -134,6 +135,35 @@ class RatingBucket(Base):
     players: Mapped[int] = mapped_column(BigInteger)
 
 
+class RatingBlock(Base):
+    """How many of a bucket's players have an id in one block, per stripe: the players of
+    bucket ``bucket`` whose id is at or after ``first_id`` and before the bucket's next
+    block's. A bucket's first block starts at ``''``. They count a rank among tied players
+    without walking the tie (``count_ahead``). Triggers on ``ratings`` maintain the counts
+    (migration 0016); only :mod:`app.storage.blocks` moves the fences, cutting a block
+    that grew large into pieces.
+    """
+
+    __tablename__ = "rating_blocks"
+    __table_args__ = (
+        # The blocks due to be cut: a stripe row above FULL_ROW players (app.storage.blocks).
+        Index(
+            "ix_rating_blocks_full",
+            "ladder_id",
+            postgresql_where=text("players > 128"),
+            sqlite_where=text("players > 128"),
+        ),
+    )
+
+    ladder_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("ladders.id", ondelete="CASCADE"), primary_key=True
+    )
+    bucket: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    first_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    stripe: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    players: Mapped[int] = mapped_column(BigInteger)
+
+
 class LadderVersion(Base):
     """One stripe of a ladder's version: how many changing transactions were committed to
     the ladder (``app.storage.versions``). The version is the sum of the stripes."""
@@ -148,8 +178,9 @@ class LadderVersion(Base):
 
 
 class RatingBucketDelta(Base):
-    """PostgreSQL: bucket changes of an open transaction, applied to ``rating_buckets`` by
-    one ordered statement when it commits (a deferred trigger), then deleted.
+    """PostgreSQL: bucket and block changes of an open transaction, applied to
+    ``rating_buckets`` and ``rating_blocks`` by ordered statements when it commits (a
+    deferred trigger), then deleted.
 
     Taking the bucket rows' locks last, all at once and in key order, is what keeps
     concurrent writers free of deadlocks. Unlogged: rows never outlive their transaction.
@@ -162,6 +193,7 @@ class RatingBucketDelta(Base):
     ladder_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     bucket: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
     stripe: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    first_id: Mapped[str] = mapped_column(String(128), primary_key=True)
     players: Mapped[int] = mapped_column(BigInteger)
 
 

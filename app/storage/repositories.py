@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from functools import cache
@@ -44,6 +43,7 @@ from sqlalchemy.types import TypeEngine
 from app.domain import jsontext
 from app.domain.accuracy import FIELDS as TALLY_FIELDS
 from app.storage import unit_of_work, versions
+from app.storage.blocks import bucket_range
 from app.storage.engine import (
     SessionLocal,
     is_read_only,
@@ -58,8 +58,8 @@ from app.storage.models import (
     Match,
     Participant,
     PlayerRating,
+    RatingBlock,
     RatingBucket,
-    RatingBucketDelta,
     RatingHistory,
 )
 
@@ -551,20 +551,55 @@ def leaderboard(
     return [RatingRow(*row) for row in session.execute(query, parameters)]
 
 
-#: Buckets are clamped to +-2**53 (migration 0004): the outermost two are open-ended.
-BUCKET_LIMIT = 2**53
+#: A rank walks at most this many tied players before it counts the tie by blocks.
+TIE_WALK = 256
 
 
-def rating_bucket(conservative: float, width: float) -> int:
-    """The bucket of a conservative rating: ``floor(conservative / width)`` clamped to
-    +-``BUCKET_LIMIT``, computed exactly as the triggers of migration 0004 compute it."""
-    if conservative >= width:
-        return math.floor(min(conservative, BUCKET_LIMIT * width) / width)
-    if conservative >= 0:
-        return 0
-    if conservative >= -width:
-        return -1
-    return math.floor(max(conservative, -BUCKET_LIMIT * width) / width)
+def _pending(bucket: str, block: str = "") -> str:
+    """SQL: this transaction's own changes still waiting in ``rating_bucket_deltas``."""
+    return (
+        " + (SELECT COALESCE(SUM(d.players), 0) FROM rating_bucket_deltas AS d"
+        " WHERE d.txid = txid_current_if_assigned() AND d.ladder_id = :ladder_id"
+        f" AND d.bucket {bucket}{block})"
+    )
+
+
+def _count_ahead_sql(own_writes: bool) -> str:
+    """The rank statement of :func:`count_ahead` without ``min_matches``."""
+    ratings = "SELECT count(*) FROM ratings AS r WHERE r.ladder_id = :ladder_id AND "
+    blocks_before = (
+        "(SELECT COALESCE(SUM(b.players), 0) FROM rating_blocks AS b"
+        " WHERE b.ladder_id = :ladder_id AND b.bucket = :bucket AND b.first_id < k.fence)"
+    )
+    above = (
+        "(SELECT COALESCE(SUM(u.players), 0) FROM rating_buckets AS u"
+        " WHERE u.ladder_id = :ladder_id AND u.bucket > :bucket)"
+    )
+    if own_writes:
+        # A seeded player's rank is read in the transaction that seeds it. Reads leave the
+        # deltas alone: the table is unlogged, which a streaming replica cannot read.
+        above = f"({above}{_pending('> :bucket')})"
+        blocks_before = f"({blocks_before}{_pending('= :bucket', ' AND d.first_id < k.fence')})"
+    return (
+        f"SELECT {above}"
+        # The bucket's players above the key's rating, from the key's block on.
+        f" + ({ratings}r.conservative > :conservative AND r.conservative < :bucket_end"
+        " AND r.player_id >= k.fence)"
+        # A short tie was counted outright; a long one is the blocks before the key's,
+        # less the bucket's untied players in them, plus the tie inside the key's block.
+        f" + CASE WHEN k.tied < {TIE_WALK} THEN k.tied ELSE {blocks_before}"
+        f" - ({ratings}r.conservative >= :bucket_start AND r.conservative < :conservative"
+        " AND r.player_id < k.fence)"
+        f" + ({ratings}r.conservative = :conservative AND r.player_id >= k.fence"
+        " AND r.player_id < :player_id) END"
+        " FROM (SELECT t.tied, CASE WHEN t.tied < "
+        f"{TIE_WALK} THEN '' ELSE COALESCE((SELECT max(f.first_id) FROM rating_blocks AS f"
+        " WHERE f.ladder_id = :ladder_id AND f.bucket = :bucket"
+        " AND f.first_id <= :player_id), '') END AS fence"
+        " FROM (SELECT count(*) AS tied FROM (SELECT 1 FROM ratings AS r"
+        " WHERE r.ladder_id = :ladder_id AND r.conservative = :conservative"
+        f" AND r.player_id < :player_id LIMIT {TIE_WALK}) AS s) AS t) AS k"
+    )
 
 
 @cache
@@ -580,31 +615,14 @@ def _count_ahead_statement(dialect: str, qualified: bool, own_writes: bool) -> E
                 _ahead_of_key(),
             )
         )
-    bucket = bindparam("bucket", type_=BigInteger)
-    in_bucket = (
-        select(func.count())
-        .select_from(PlayerRating)
-        .where(
-            PlayerRating.ladder_id == _LADDER,
-            _ahead_of_key(),
-            PlayerRating.conservative < bindparam("bucket_end", type_=Float),
-        )
+    return text(_count_ahead_sql(dialect == "postgresql" and own_writes)).bindparams(
+        _LADDER,
+        _KEY_RATING,
+        _KEY_PLAYER,
+        bindparam("bucket", type_=BigInteger),
+        bindparam("bucket_start", type_=Float),
+        bindparam("bucket_end", type_=Float),
     )
-    above = select(func.coalesce(func.sum(RatingBucket.players), 0)).where(
-        RatingBucket.ladder_id == _LADDER, RatingBucket.bucket > bucket
-    )
-    total = above.scalar_subquery() + in_bucket.scalar_subquery()
-    if dialect == "postgresql" and own_writes:
-        # This transaction's own changes wait in rating_bucket_deltas until it commits
-        # (a seeded player's rank is read in the transaction that seeds it). Reads leave
-        # that table alone: it is unlogged, which a streaming replica cannot read.
-        pending = select(func.coalesce(func.sum(RatingBucketDelta.players), 0)).where(
-            RatingBucketDelta.txid == func.txid_current_if_assigned(),
-            RatingBucketDelta.ladder_id == _LADDER,
-            RatingBucketDelta.bucket > bucket,
-        )
-        total = total + pending.scalar_subquery()
-    return select(total)
 
 
 def count_ahead(
@@ -620,10 +638,17 @@ def count_ahead(
     """How many players rank ahead of the key (conservative, player_id) on the leaderboard.
 
     ONE statement (one snapshot): the players of the buckets above the key's, from
-    ``rating_buckets``, plus those ahead of it in its own bucket, by a range scan of
-    ``ix_ratings_leaderboard`` no wider than a bucket. With ``min_matches`` the buckets do
-    not apply (they count every player): the players ahead are counted one by one.
-    ``own_writes``: this transaction changed ratings, and its rank must include them.
+    ``rating_buckets``, plus those above the key's rating in its own bucket, by a range
+    scan of ``ix_ratings_leaderboard`` no wider than a bucket, plus the tied players with a
+    smaller id. Up to :data:`TIE_WALK` of them are counted one by one; a longer tie is
+    counted from ``rating_blocks``: the bucket's players in the blocks before the key's
+    block, less those of them not tied (two ranges of the bucket without the tie), plus the
+    tied players inside the key's block. Either way the cost is bounded by the bucket's
+    untied players and one block, however many players share the rating.
+
+    With ``min_matches`` the buckets do not apply (they count every player): the players
+    ahead are counted one by one. ``own_writes``: this transaction changed ratings, and its
+    rank must include them.
     """
     parameters: dict[str, Any] = {
         "ladder_id": ladder_id,
@@ -633,12 +658,7 @@ def count_ahead(
     if min_matches > 0:
         parameters["min_matches"] = min_matches
     else:
-        bucket = rating_bucket(conservative, bucket_width)
-        parameters["bucket"] = bucket
-        # The topmost bucket is open-ended; every stored rating is finite.
-        parameters["bucket_end"] = (
-            (bucket + 1) * bucket_width if bucket < BUCKET_LIMIT else math.inf
-        )
+        parameters.update(bucket_range(conservative, bucket_width))
     query = _count_ahead_statement(_dialect(session), min_matches > 0, own_writes)
     return int(session.scalar(query, parameters) or 0)
 
@@ -1308,7 +1328,7 @@ class LadderRows(NamedTuple):
 
 def delete_ladder_rows(*, session: Session, ladder_id: str) -> LadderRows:
     """Remove the ladder and every row of it, children first (the caller holds the ladder's
-    row lock, so no writer adds one meanwhile). Its rating buckets go before its ratings:
+    row lock, so no writer adds one meanwhile). Its rating buckets and blocks go before its ratings:
     SQLite's triggers then have no bucket left to count down, and PostgreSQL's pending
     bucket changes apply to no ladder at commit. Its jobs go too: one still queued finds
     no ladder and ends with nothing to write to."""
@@ -1320,6 +1340,7 @@ def delete_ladder_rows(*, session: Session, ladder_id: str) -> LadderRows:
     gone(delete(Participant).where(Participant.ladder_id == ladder_id))
     matches = gone(delete(Match).where(Match.ladder_id == ladder_id))
     gone(delete(RatingBucket).where(RatingBucket.ladder_id == ladder_id))
+    gone(delete(RatingBlock).where(RatingBlock.ladder_id == ladder_id))
     gone(delete(LADDER_ACCURACY).where(LADDER_ACCURACY.c.ladder_id == ladder_id))
     players = gone(delete(PlayerRating).where(PlayerRating.ladder_id == ladder_id))
     gone(delete(Job).where(Job.ladder_id == ladder_id))

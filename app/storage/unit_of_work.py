@@ -7,7 +7,9 @@ of it was applied: ``run`` runs ``work`` again from the start, at most
 :data:`app.storage.retry.MAX_ATTEMPTS` times in all, after a short random pause, and counts each new
 run in ``ratings_transaction_retries_total`` by reason. Services and repositories never
 commit. Just before the commit, every ladder the transaction changed gets its next version
-(:mod:`app.storage.versions`), the validator of the ladder's reads.
+(:mod:`app.storage.versions`), the validator of the ladder's reads. After the commit, now
+and then, a changed ladder's rating blocks that grew large are cut (:mod:`app.storage.blocks`)
+in a transaction of their own.
 
 On SQLite a writing transaction is one turn of the process's writers
 (:func:`app.storage.engine.writer_turn`), taken before ``BEGIN IMMEDIATE`` and given back after the
@@ -16,19 +18,23 @@ commit or rollback.
 
 from __future__ import annotations
 
+import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from functools import partial
 from typing import TypeVar
 
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from app.storage import versions
+from app.storage import blocks, versions
 from app.storage.engine import SessionLocal, mark_read_only, writer_turn
 from app.storage.retry import BACKOFF_S, MAX_ATTEMPTS, RETRIES, retry_reason
 
 T = TypeVar("T")
+
+_log = logging.getLogger(__name__)
 
 
 def run(
@@ -48,11 +54,12 @@ def run(
             with writer_turn(session):
                 try:
                     answer = work(session)
-                    versions.bump(session)
+                    changed = versions.bump(session)
                     session.commit()
                 except BaseException:
                     session.rollback()
                     raise
+            _tend_blocks(changed, session_factory)
             return answer
         except DBAPIError as exc:
             reason = retry_reason(exc.orig) if exc.orig is not None else None
@@ -63,3 +70,16 @@ def run(
             session.close()
         time.sleep(random.uniform(0.0, BACKOFF_S * attempt))
     raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _tend_blocks(ladders: Iterable[str], session_factory: Callable[[], Session]) -> None:
+    """Cut the full rating blocks of the ladders a commit changed, when :func:`blocks.due`
+    picks the commit. The commit stands whatever happens here: a failure is logged, and a
+    later commit tries again."""
+    for ladder_id in sorted(ladders):
+        if not blocks.due(ladder_id):
+            continue
+        try:
+            run(partial(blocks.cut_full, ladder_id=ladder_id), session_factory=session_factory)
+        except Exception:
+            _log.exception("cutting the rating blocks of ladder %r failed", ladder_id)

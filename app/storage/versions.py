@@ -82,16 +82,17 @@ def _bump_statement() -> Executable:
     ).bindparams(bindparam("ladder_id", type_=String))
 
 
-def bump(session: Session) -> None:
+def bump(session: Session) -> set[str]:
     """Add one to the version of every ladder this transaction changed (its last
-    statement, ladders in order)."""
-    ladders = session.info.pop(_TOUCHED, set()) - session.info.pop(_BUMPED, set())
-    if not ladders:
-        return
-    stripe = _stripe(session)
-    statement = _bump_statement()
-    for ladder_id in sorted(ladders):
-        session.execute(statement, {"ladder_id": ladder_id, "stripe": stripe})
+    statement, ladders in order). Returns those ladders."""
+    touched: set[str] = session.info.pop(_TOUCHED, set())
+    bumped: set[str] = session.info.pop(_BUMPED, set())
+    if touched - bumped:
+        stripe = _stripe(session)
+        statement = _bump_statement()
+        for ladder_id in sorted(touched - bumped):
+            session.execute(statement, {"ladder_id": ladder_id, "stripe": stripe})
+    return touched | bumped
 
 
 def etag(created_at: datetime, version: int) -> str:

@@ -20,6 +20,7 @@ TABLES = {
     "ratings",
     "rating_buckets",
     "rating_bucket_deltas",
+    "rating_blocks",
     "matches",
     "participants",
     "rating_history",

@@ -23,8 +23,9 @@ from sqlalchemy.dialects import postgresql
 
 from app.cli.main import main
 from app.domain.ladders import bucket_width
+from app.storage.blocks import BUCKET_LIMIT, rating_bucket
 from app.storage.engine import downgrade, get_engine, upgrade
-from app.storage.repositories import BUCKET_LIMIT, _count_ahead_statement, rating_bucket
+from app.storage.repositories import _count_ahead_statement
 from tests.service.helpers import all_pages, create_ladder
 from tests.service.oracle import random_matches
 
@@ -55,6 +56,48 @@ def assert_buckets_exact(url: str) -> None:
     )
     assert {(ladder, int(b)): int(n) for ladder, b, n in stored if n} == dict(expected)
     assert pending == 0
+    assert_blocks_exact(url)
+
+
+def assert_blocks_exact(url: str) -> None:
+    """Every ``rating_blocks`` row counts the players of its bucket and stripe whose id is
+    at or after its fence and before the bucket's next one; no rating lies outside a
+    block. Counted in SQL, in the database's own order of ids."""
+    with get_engine(url).connect() as connection:
+        dialect = connection.dialect.name
+        stripe = "(hashtext(r.player_id) & 7)" if dialect == "postgresql" else "0"
+        widths = dict(connection.execute(text("SELECT id, bucket_width FROM ladders")).all())
+        ratings = connection.execute(
+            text(f"SELECT ladder_id, player_id, conservative, {stripe} FROM ratings AS r")
+        ).all()
+        fences: dict[tuple[str, int], list[str]] = {}
+        stored: dict[tuple[str, int, str, int], int] = {}
+        for ladder, bucket, first_id, row_stripe, players in connection.execute(
+            text("SELECT ladder_id, bucket, first_id, stripe, players FROM rating_blocks")
+        ):
+            fences.setdefault((ladder, int(bucket)), []).append(first_id)
+            if players:
+                stored[ladder, int(bucket), first_id, int(row_stripe)] = int(players)
+        # Ids in the database's order: each rating's block is the last fence not above it.
+        ids = [str(p) for p in connection.scalars(text("SELECT DISTINCT player_id FROM ratings"))]
+        fence_ids = [f for found in fences.values() for f in found]
+        ordered = list(
+            connection.scalars(
+                text(
+                    "SELECT v FROM (SELECT player_id AS v FROM ratings UNION"
+                    " SELECT first_id FROM rating_blocks UNION SELECT '') AS u ORDER BY v"
+                )
+            )
+        )
+    place = {value: n for n, value in enumerate(ordered)}
+    assert set(ids) | set(fence_ids) | {""} == set(place)
+    expected: Counter[tuple[str, int, str, int]] = Counter()
+    for ladder, player_id, conservative, row_stripe in ratings:
+        bucket = rating_bucket(float(conservative), float(widths[ladder]))
+        below = [f for f in fences.get((ladder, bucket), [""]) if place[f] <= place[player_id]]
+        block = max(below, key=place.__getitem__, default="")
+        expected[ladder, bucket, block, int(row_stripe)] += 1
+    assert stored == dict(expected)
 
 
 #: What a change made by hand must do for the reads' validators (app.storage.versions).

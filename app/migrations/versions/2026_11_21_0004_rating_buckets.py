@@ -31,14 +31,13 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from app.migrations.checks import LIMIT, bucket_sql
+
 revision: str = "0004"
 down_revision: str | None = "0003"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-#: Buckets are clamped to +-2**53 (exact as doubles and as integers); the outermost two are
-#: open-ended.
-LIMIT = 2**53
 #: Stripes per bucket on PostgreSQL.
 STRIPES = 8
 BAYESIAN = ("trueskill", "plackett_luce")
@@ -56,33 +55,12 @@ def _width(algorithm: str, params: dict[str, float]) -> float:
     return 2.0 ** min(max(round(math.log2(scale / per)), -40), 40)
 
 
-def _bucket(value: str, width: str, dialect: str) -> str:
-    """SQL for ``floor(value / width)`` clamped to +-LIMIT, never dividing a value below
-    the width (PostgreSQL raises on a quotient that underflows or overflows)."""
-    low, high = ("GREATEST", "LEAST") if dialect == "postgresql" else ("max", "min")
-    if dialect == "postgresql":
-        above = f"floor({high}({value}, {LIMIT}.0 * {width}) / {width})"
-        below = f"floor({low}({value}, -{LIMIT}.0 * {width}) / {width})"
-        cast = "bigint"
-    else:
-        # SQLite may lack floor(): truncate, then step down where that rounded up.
-        q_above = f"({high}({value}, {LIMIT}.0 * {width}) / {width})"
-        q_below = f"({low}({value}, -{LIMIT}.0 * {width}) / {width})"
-        above = f"CAST({q_above} AS INTEGER)"
-        below = f"(CAST({q_below} AS INTEGER) - ({q_below} < CAST({q_below} AS INTEGER)))"
-        cast = "INTEGER"
-    return (
-        f"CAST(CASE WHEN {value} >= {width} THEN {above} WHEN {value} >= 0 THEN 0 "
-        f"WHEN {value} >= -{width} THEN -1 ELSE {below} END AS {cast})"
-    )
-
-
 def _postgres_functions() -> list[str]:
     stripe = "(hashtext({t}.player_id) & " + str(STRIPES - 1) + ")"
 
     def changes(table: str, sign: str) -> str:
         return (
-            f"SELECT {table}.ladder_id, {_bucket(f'{table}.conservative', 'l.bucket_width', 'postgresql')}"
+            f"SELECT {table}.ladder_id, {bucket_sql(f'{table}.conservative', 'l.bucket_width', 'postgresql')}"
             f" AS bucket, {stripe.format(t=table)} AS stripe, {sign}1 AS players"
             f" FROM {table} JOIN ladders AS l ON l.id = {table}.ladder_id"
         )
@@ -158,7 +136,7 @@ POSTGRES_DROPS = [
 def _sqlite_triggers() -> list[str]:
     def bucket(row: str) -> str:
         width = f"(SELECT bucket_width FROM ladders WHERE id = {row}.ladder_id)"
-        return _bucket(f"{row}.conservative", width, "sqlite")
+        return bucket_sql(f"{row}.conservative", width, "sqlite")
 
     def add(row: str) -> str:
         # Only for a ladder that exists (a cascade from a deleted ladder adds nothing).
@@ -244,7 +222,7 @@ def upgrade() -> None:
         width = "l.bucket_width"
     # The triggers exist already (and, on PostgreSQL, their lock holds off writers until
     # this commits): every rating is counted exactly once.
-    bucket = _bucket("r.conservative", width, dialect)
+    bucket = bucket_sql("r.conservative", width, dialect)
     op.execute(
         "INSERT INTO rating_buckets (ladder_id, bucket, stripe, players)"
         f" SELECT r.ladder_id, {bucket}, {stripe}, count(*)"

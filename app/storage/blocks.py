@@ -1,0 +1,211 @@
+"""Cutting the rating blocks that grew large (``rating_blocks``, migration 0016).
+
+A rank inside a long tie counts the tied players of one block one by one
+(:func:`app.storage.repositories.count_ahead`), so a block must stay small. The triggers
+count players into the blocks that exist; this module moves the fences: a block with a
+stripe row above :data:`FULL_ROW` players is cut into pieces of about :data:`PIECE_ROW`
+players a stripe, by player id, and each piece is counted again from ``ratings``.
+
+Fences must not move under a transaction that found its blocks by them: on PostgreSQL the
+cut takes the ladder's advisory lock exclusively (the triggers hold it shared until their
+transaction ends), so it waits for the ladder's open writers and holds off new ones while
+it runs, one bucket's range of the leaderboard index for each block it cuts. SQLite has one
+writer at a time.
+
+The service cuts by itself: :func:`due` picks one changing commit in :data:`CHECK_EVERY` of
+each ladder, and :func:`cut_full` then cuts at most :data:`CUTS_AT_ONCE` blocks. After
+ratings are loaded straight into the database, ``ratings ladders blocks`` cuts them all.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import Counter
+from functools import cache
+from typing import Any
+
+from sqlalchemy import Executable, bindparam, delete, func, insert, select, text
+from sqlalchemy.orm import Session
+from sqlalchemy.types import Float, Integer, String
+
+from app.storage.models import Ladder, RatingBlock
+
+#: A stripe row above this many players marks its block as full (the partial index
+#: ``ix_rating_blocks_full`` of migration 0016 holds exactly these rows).
+FULL_ROW = 128
+#: A cut makes pieces of about this many players a stripe.
+PIECE_ROW = 64
+#: The advisory lock class of a ladder's fences (migration 0016).
+RANK_LOCK = 0x52414E4B
+#: Stripes of a block: PostgreSQL spreads concurrent writers over eight rows.
+STRIPES = {"postgresql": 8, "sqlite": 1}
+#: One changing commit in this many of a ladder, per process, looks for full blocks.
+CHECK_EVERY = 32
+#: Blocks cut after one commit at most: the ladder's writers wait while they are cut.
+CUTS_AT_ONCE = 16
+
+#: Buckets are clamped to +-2**53 (migration 0004): the outermost two are open-ended.
+BUCKET_LIMIT = 2**53
+
+
+def rating_bucket(conservative: float, width: float) -> int:
+    """The bucket of a conservative rating: ``floor(conservative / width)`` clamped to
+    +-``BUCKET_LIMIT``, computed exactly as the triggers of migration 0004 compute it."""
+    if conservative >= width:
+        return math.floor(min(conservative, BUCKET_LIMIT * width) / width)
+    if conservative >= 0:
+        return 0
+    if conservative >= -width:
+        return -1
+    return math.floor(max(conservative, -BUCKET_LIMIT * width) / width)
+
+
+def bucket_range(conservative: float, width: float) -> dict[str, Any]:
+    """The bucket of a rating and its bounds, ``bucket_start <= c < bucket_end`` (the two
+    outermost buckets are open-ended; every stored rating is finite)."""
+    bucket = rating_bucket(conservative, width)
+    return {
+        "bucket": bucket,
+        "bucket_start": bucket * width if bucket > -BUCKET_LIMIT else -math.inf,
+        "bucket_end": (bucket + 1) * width if bucket < BUCKET_LIMIT else math.inf,
+    }
+
+
+_commits: Counter[str] = Counter()
+_commits_lock = threading.Lock()
+
+
+def due(ladder_id: str) -> bool:
+    """Whether this changing commit of ``ladder_id`` should look for full blocks: the
+    first of the process, then one in :data:`CHECK_EVERY`."""
+    with _commits_lock:
+        seen = _commits[ladder_id]
+        _commits[ladder_id] = seen + 1
+    return seen % CHECK_EVERY == 0
+
+
+def _stripe_sql(dialect: str) -> str:
+    """The stripe of ``r.player_id``, as the triggers compute it."""
+    return (
+        f"(hashtext(r.player_id) & {STRIPES['postgresql'] - 1})" if dialect == "postgresql" else "0"
+    )
+
+
+@cache
+def _pieces_statement(dialect: str, bounded: bool) -> Executable:
+    """The players of one block (a bucket's range of the leaderboard index, from the
+    block's fence to the next) numbered by id: the counts of its pieces of ``:piece``
+    players, per stripe, each piece named by its first id (the first keeps the fence)."""
+    below_next = " AND r.player_id < :next_id" if bounded else ""
+    return text(
+        "WITH block AS ("
+        f" SELECT r.player_id, {_stripe_sql(dialect)} AS stripe,"
+        " (row_number() OVER (ORDER BY r.player_id) - 1) / :piece AS piece"
+        " FROM ratings AS r WHERE r.ladder_id = :ladder_id"
+        " AND r.conservative >= :bucket_start AND r.conservative < :bucket_end"
+        f" AND r.player_id >= :first_id{below_next})"
+        " SELECT CASE WHEN block.piece = 0 THEN :first_id ELSE firsts.first_id END,"
+        " block.stripe, count(*)"
+        " FROM block JOIN (SELECT piece, min(player_id) AS first_id FROM block GROUP BY piece)"
+        " AS firsts ON firsts.piece = block.piece"
+        " GROUP BY 1, 2"
+    ).bindparams(
+        bindparam("ladder_id", type_=String),
+        bindparam("first_id", type_=String),
+        bindparam("piece", type_=Integer),
+        bindparam("bucket_start", type_=Float),
+        bindparam("bucket_end", type_=Float),
+        *([bindparam("next_id", type_=String)] if bounded else []),
+    )
+
+
+def full(*, session: Session, ladder_id: str) -> bool:
+    """Whether a block of the ladder is full (one probe of the partial index)."""
+    # The bound as a literal: the partial index's predicate must be implied by the query.
+    found = session.scalar(
+        select(RatingBlock.ladder_id)
+        .where(RatingBlock.ladder_id == ladder_id, text(f"players > {FULL_ROW}"))
+        .limit(1)
+    )
+    return found is not None
+
+
+def cut(
+    *, session: Session, ladder_id: str, full_row: int = FULL_ROW, most: int | None = None
+) -> int:
+    """Cut the ladder's blocks that have a stripe row above ``full_row`` players (at most
+    ``most`` of them, lowest buckets first) into pieces of about ``full_row // 2`` players
+    a stripe. Returns how many were cut."""
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        session.execute(
+            text("SELECT pg_advisory_xact_lock(:lock, hashtext(:ladder_id))"),
+            {"lock": RANK_LOCK, "ladder_id": ladder_id},
+        )
+    width = session.scalar(select(Ladder.bucket_width).where(Ladder.id == ladder_id))
+    if width is None:
+        return 0
+    query = (
+        select(RatingBlock.bucket, RatingBlock.first_id)
+        .where(RatingBlock.ladder_id == ladder_id)
+        .group_by(RatingBlock.bucket, RatingBlock.first_id)
+        .having(func.max(RatingBlock.players) > full_row)
+        .order_by(RatingBlock.bucket, RatingBlock.first_id)
+    )
+    if most is not None:
+        query = query.limit(most)
+    blocks = session.execute(query).all()
+    piece = max(1, full_row // 2) * STRIPES.get(dialect, 1)
+    for bucket, first_id in blocks:
+        _cut_one(session, dialect, ladder_id, int(bucket), str(first_id), float(width), piece)
+    return len(blocks)
+
+
+def _cut_one(
+    session: Session,
+    dialect: str,
+    ladder_id: str,
+    bucket: int,
+    first_id: str,
+    width: float,
+    piece: int,
+) -> None:
+    of_bucket = (RatingBlock.ladder_id == ladder_id, RatingBlock.bucket == bucket)
+    next_id = session.scalar(
+        select(func.min(RatingBlock.first_id)).where(*of_bucket, RatingBlock.first_id > first_id)
+    )
+    bounds = bucket_range(bucket * width, width)
+    parameters: dict[str, Any] = {
+        "ladder_id": ladder_id,
+        "first_id": first_id,
+        "piece": piece,
+        "bucket_start": bounds["bucket_start"],
+        "bucket_end": bounds["bucket_end"],
+    }
+    if next_id is not None:
+        parameters["next_id"] = next_id
+    pieces = session.execute(_pieces_statement(dialect, next_id is not None), parameters).all()
+    session.execute(delete(RatingBlock).where(*of_bucket, RatingBlock.first_id == first_id))
+    if pieces:
+        session.execute(
+            insert(RatingBlock),
+            [
+                {
+                    "ladder_id": ladder_id,
+                    "bucket": bucket,
+                    "first_id": str(fence),
+                    "stripe": int(stripe),
+                    "players": int(players),
+                }
+                for fence, stripe, players in pieces
+            ],
+        )
+
+
+def cut_full(session: Session, *, ladder_id: str) -> int:
+    """What the service does after a commit :func:`due` picked: cut up to
+    :data:`CUTS_AT_ONCE` full blocks of the ladder, if it has any."""
+    if not full(session=session, ladder_id=ladder_id):
+        return 0
+    return cut(session=session, ladder_id=ladder_id, most=CUTS_AT_ONCE)
