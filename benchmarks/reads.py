@@ -10,6 +10,8 @@ On a fresh PostgreSQL database (made on ``--postgres`` and dropped afterwards) t
 ``--launch-players`` players who have each played one 1 v 1 match at the prior, so half sit
 at the winners' rating and half at the losers' (TrueSkill's exact values, written the same
 way): a game's first day, where an exact rank must count tens of thousands of tied players.
+Both are loaded by SQL, so their full rating blocks are then cut as ``ratings ladders
+blocks`` cuts them (the service cuts them itself as writes come in).
 
 ``ratings serve`` with ``--workers`` serves them, and wrk (with ``benchmarks/http.py``'s
 script) drives each read for ``--seconds`` at each connection count (closed loop: a
@@ -84,6 +86,15 @@ def launch_ratings(n: int, seed: int) -> Iterator[tuple[str, float, float, float
     for i in range(n):
         rating = winner if rng.random() < 0.5 else loser
         yield f"p{i:07d}", rating.mu, rating.sigma, rating.mu - 3.0 * rating.sigma
+
+
+def cut_blocks(url: str, ladder: str) -> int:
+    """What ``ratings ladders blocks`` does after a bulk load: cut every full block."""
+    from app.storage import blocks
+    from app.storage.engine import get_engine, session_factory
+
+    with session_factory(get_engine(url)).begin() as session:
+        return blocks.cut(session=session, ladder_id=ladder)
 
 
 def deep_cursors(url: str, ladder: str, n: int, count: int, rng: random.Random) -> list[str]:
@@ -205,6 +216,11 @@ def run(args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
             bench.insert_ratings(url, BIG, bench.big_ratings(args.players, args.seed))
             bench.insert_ratings(url, LAUNCH, launch_ratings(args.launch_players, args.seed))
             print(f"seeded in {time.monotonic() - started:.0f} s", file=sys.stderr)
+            started = time.monotonic()
+            cut = {ladder: cut_blocks(url, ladder) for ladder in (BIG, LAUNCH)}
+            print(
+                f"cut {cut} rating blocks in {time.monotonic() - started:.1f} s", file=sys.stderr
+            )
             rng = random.Random(args.seed)
             for ladder, n in ((BIG, args.players), (LAUNCH, args.launch_players)):
                 cases = paths(url, ladder, n, rng)

@@ -1172,8 +1172,9 @@ def players_with_adjustments(
 
 def delete_ratings(*, session: Session, ladder_id: str, player_ids: Sequence[str]) -> None:
     """Remove the ratings of ``player_ids``. On SQLite, whose triggers keep the rating
-    buckets row by row, buckets left with no player go too (PostgreSQL's deferred apply
-    leaves none)."""
+    buckets and blocks row by row, those left with no player go too (PostgreSQL's deferred
+    apply leaves none; a block without players merges into the one before it, which
+    SQLite's one writer at a time makes safe)."""
     if not player_ids:
         return
     session.execute(
@@ -1182,11 +1183,8 @@ def delete_ratings(*, session: Session, ladder_id: str, player_ids: Sequence[str
         )
     )
     if _dialect(session) == "sqlite":
-        session.execute(
-            delete(RatingBucket).where(
-                RatingBucket.ladder_id == ladder_id, RatingBucket.players == 0
-            )
-        )
+        for table in (RatingBucket, RatingBlock):
+            session.execute(delete(table).where(table.ladder_id == ladder_id, table.players == 0))
 
 
 def delete_match_rows(
