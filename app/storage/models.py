@@ -197,6 +197,15 @@ class RatingBucketDelta(Base):
     players: Mapped[int] = mapped_column(BigInteger)
 
 
+class RatingBucketCommit(Base):
+    """PostgreSQL: one row for each open transaction that changed ratings, whose insert
+    fires the deferred trigger applying its deltas once, at commit (then deleted)."""
+
+    __tablename__ = "rating_bucket_commits"
+
+    txid: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+
+
 class Match(Base):
     """A recorded match. ``seq`` is the arrival order: matches were applied in ``seq`` order."""
 

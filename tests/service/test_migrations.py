@@ -21,6 +21,7 @@ TABLES = {
     "rating_buckets",
     "rating_bucket_deltas",
     "rating_blocks",
+    "rating_bucket_commits",
     "matches",
     "participants",
     "rating_history",

@@ -240,3 +240,34 @@ def test_concurrent_writers_and_cuts_keep_the_blocks_exact(
     assert _deadlocks(client) == deadlocks
     assert_blocks_exact(database_url)
     _every_rank_exact(database_url, "k")
+
+
+def test_a_transaction_applies_its_deltas_once(client: TestClient, database_url: str) -> None:
+    """However many statements and delta rows a transaction has, the deferred apply runs
+    once (migration 0004's ran once per delta row, all but the first finding nothing)."""
+    if not database_url.startswith("postgresql"):
+        pytest.skip("PostgreSQL's deferred trigger")
+    create_ladder(client, "o")
+    _insert(database_url, "o", _tie(300, seed=5))
+    with get_engine(database_url).connect() as connection:
+        connection.execute(text("SET track_functions = 'pl'"))
+        for k in range(0, 300, 10):  # 30 statements, about 60 delta rows
+            connection.execute(
+                text(
+                    "UPDATE ratings SET conservative = :c WHERE ladder_id = 'o' AND player_id = :p"
+                ),
+                {"c": k / 7.0, "p": f"t{k:04d}"},
+            )
+        assert connection.scalar(text("SELECT count(*) FROM rating_bucket_deltas")) > 20
+        connection.execute(text("SET CONSTRAINTS ALL IMMEDIATE"))
+        calls = connection.scalar(
+            text(
+                "SELECT calls FROM pg_stat_xact_user_functions"
+                " WHERE funcname = 'rating_buckets_apply'"
+            )
+        )
+        assert connection.scalar(text("SELECT count(*) FROM rating_bucket_deltas")) == 0
+        connection.commit()
+    assert calls == 1
+    assert_blocks_exact(database_url)
+    _every_rank_exact(database_url, "o")

@@ -15,7 +15,8 @@ A block that grows too large is cut in pieces by the service (``app.storage.bloc
 The triggers of migration 0004 keep the blocks too: the statement triggers find each changed
 row's block and add its change to ``rating_bucket_deltas`` (now keyed by block as well), and
 the deferred trigger applies the deltas to both tables at commit, buckets then blocks, each
-in key order. A block is found by its fences at statement time, so fences must not move
+in key order. It now fires once a transaction, on the transaction's row in
+``rating_bucket_commits``, where 0004's fired once for every delta row. A block is found by its fences at statement time, so fences must not move
 while a transaction that found blocks is open: on PostgreSQL the statement triggers take a
 shared advisory lock on the ladder (class ``RANK_LOCK``, key ``hashtext(ladder_id)``) that
 the transaction holds until it ends, and cutting a ladder's blocks takes it exclusively.
@@ -79,6 +80,7 @@ BEGIN
     ORDER BY ladder_id, bucket, stripe, first_id
     ON CONFLICT (txid, ladder_id, bucket, stripe, first_id)
         DO UPDATE SET players = rating_bucket_deltas.players + excluded.players;
+    INSERT INTO rating_bucket_commits (txid) VALUES (txid_current()) ON CONFLICT DO NOTHING;
     RETURN NULL;
 END $$"""
 
@@ -104,6 +106,7 @@ BEGIN
     ON CONFLICT (ladder_id, bucket, first_id, stripe)
         DO UPDATE SET players = rating_blocks.players + excluded.players;
     DELETE FROM rating_bucket_deltas WHERE txid = txid_current();
+    DELETE FROM rating_bucket_commits WHERE txid = txid_current();
     RETURN NULL;
 END $$"""
     new, old = "SELECT ladder_id FROM new_rows", "SELECT ladder_id FROM old_rows"
@@ -116,6 +119,19 @@ END $$"""
         ),
         collect("rating_buckets_deleted", f"{old} GROUP BY ladder_id", changes("old_rows", "-")),
         apply,
+    ]
+
+
+def _postgres_triggers(buckets: ModuleType) -> list[str]:
+    """0004's statement triggers, and the deferred apply fired once a transaction: by the
+    transaction's one row in ``rating_bucket_commits`` (0004 fired it for every delta row,
+    each run after the first finding nothing to do)."""
+    statements: list[str] = buckets.POSTGRES_TRIGGERS[:3]
+    return [
+        *statements,
+        "CREATE CONSTRAINT TRIGGER rating_buckets_apply AFTER INSERT ON rating_bucket_commits"
+        " DEFERRABLE INITIALLY DEFERRED"
+        " FOR EACH ROW EXECUTE FUNCTION rating_buckets_apply()",
     ]
 
 
@@ -205,6 +221,12 @@ def upgrade() -> None:
     op.drop_table("rating_bucket_deltas")
     _deltas_table(dialect, blocks=True)
     op.create_table(
+        "rating_bucket_commits",
+        sa.Column("txid", sa.BigInteger(), autoincrement=False, nullable=False),
+        sa.PrimaryKeyConstraint("txid", name=op.f("pk_rating_bucket_commits")),
+        prefixes=["UNLOGGED"] if dialect == "postgresql" else [],
+    )
+    op.create_table(
         "rating_blocks",
         sa.Column("ladder_id", sa.String(length=64), nullable=False),
         sa.Column("bucket", sa.BigInteger(), autoincrement=False, nullable=False),
@@ -232,7 +254,7 @@ def upgrade() -> None:
     # The triggers exist before the copy (on PostgreSQL their lock holds off writers until
     # this commits): every rating is counted exactly once.
     if dialect == "postgresql":
-        for statement in [*_postgres_functions(), *buckets.POSTGRES_TRIGGERS]:
+        for statement in [*_postgres_functions(), *_postgres_triggers(buckets)]:
             op.execute(statement)
     else:
         for statement in _sqlite_triggers():
@@ -250,6 +272,7 @@ def downgrade() -> None:
         op.execute(statement)
     op.drop_index("ix_rating_blocks_full", table_name="rating_blocks")
     op.drop_table("rating_blocks")
+    op.drop_table("rating_bucket_commits")
     op.drop_table("rating_bucket_deltas")
     _deltas_table(dialect, blocks=False)
     if dialect == "postgresql":
