@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/reads.py [--players 1000000] [--launch-players 100000]
         [--workers 2] [--connections 64,1] [--seconds 10] [--seed 1]
         [--postgres postgresql://postgres@127.0.0.1:5432] [--format table|markdown]
+        [--cases 'player with rank,...']
 
 On a fresh PostgreSQL database (made on ``--postgres`` and dropped afterwards) two ladders:
 ``big``, ``--players`` rated players with spread ratings (the rows written straight into
@@ -23,7 +24,9 @@ into two teams (their GET forms), each also with the
 the same run is FastAPI serving, from memory, a body of the same size as the route's
 mean answer (``GET /body/{size}``, one route, no database); ``x app`` is the rate's
 ratio to it. The CPU columns are the workers' and the PostgreSQL backends' processor
-time per request during the timed run, from ``/proc``.
+time per request during the timed run, from ``/proc``. The service keeps the bodies it
+made (``RATINGS_READ_CACHE_MB``), so a read repeated during a run may cost only its
+validator; ``RATINGS_READ_CACHE_MB=0`` in the environment makes every body afresh.
 """
 
 from __future__ import annotations
@@ -218,12 +221,12 @@ def run(args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
             print(f"seeded in {time.monotonic() - started:.0f} s", file=sys.stderr)
             started = time.monotonic()
             cut = {ladder: cut_blocks(url, ladder) for ladder in (BIG, LAUNCH)}
-            print(
-                f"cut {cut} rating blocks in {time.monotonic() - started:.1f} s", file=sys.stderr
-            )
+            print(f"cut {cut} rating blocks in {time.monotonic() - started:.1f} s", file=sys.stderr)
             rng = random.Random(args.seed)
             for ladder, n in ((BIG, args.players), (LAUNCH, args.launch_players)):
                 cases = paths(url, ladder, n, rng)
+                if args.cases:
+                    cases = {k: v for k, v in cases.items() if k in args.cases.split(",")}
                 seen = prefetch(server.base_url, key, cases)
                 for connections in args.connections:
                     for case, listed in cases.items():
@@ -306,6 +309,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432")
     parser.add_argument("--format", choices=("table", "markdown"), default="table")
+    parser.add_argument(
+        "--cases", help="comma-separated cases to run (e.g. 'player with rank'); default: all"
+    )
     args = parser.parse_args()
     args.connections = [int(c) for c in args.connections.split(",")]
     with tempfile.TemporaryDirectory(prefix="ratings-reads-") as scratch:

@@ -123,14 +123,24 @@ class Read:
     service: Callable[..., BaseModel | str]
     #: What the metrics read of the matched route.
     route: Template
+    #: The body in one statement on a DB-API connection, without a session (called with
+    #: the connection, its dialect, the ladder's id and the arguments), when the read has
+    #: such a form: its cost is then the statement's, not a transaction's.
+    direct: Callable[..., bytes] | None = None
 
     def args(self, params: dict[str, str], query: dict[str, str]) -> Args:
         return tuple(self.parse(params, query).items())
 
 
-def _read(name: str, path: str, parse: Parse, service: Callable[..., BaseModel | str]) -> Read:
+def _read(
+    name: str,
+    path: str,
+    parse: Parse,
+    service: Callable[..., BaseModel | str],
+    direct: Callable[..., bytes] | None = None,
+) -> Read:
     pattern = re.compile(re.sub(r"{(\w+)}", r"(?P<\1>[^/]+)", path) + "$")
-    return Read(name, path, pattern, parse, service, Template(path))
+    return Read(name, path, pattern, parse, service, Template(path), direct)
 
 
 def _leaderboard_args(params: dict[str, str], query: dict[str, str]) -> dict[str, Any]:
@@ -196,7 +206,13 @@ READS: tuple[Read, ...] = (
     _read(
         "leaderboard", "/v1/ladders/{ladder}/leaderboard", _leaderboard_args, players.leaderboard
     ),
-    _read("player", "/v1/ladders/{ladder}/players/{player_id}", _player, players.get_player),
+    _read(
+        "player",
+        "/v1/ladders/{ladder}/players/{player_id}",
+        _player,
+        players.get_player,
+        players.player_body,
+    ),
     _read(
         "history",
         "/v1/ladders/{ladder}/players/{player_id}/history",
@@ -374,6 +390,25 @@ def serve(
     return Answer(tag, body)
 
 
+def serve_direct(
+    direct: Callable[..., bytes],
+    *,
+    primary: bool,
+    ladder_id: str,
+    args: Args,
+    cache: BodyCache | None,
+    key: Hashable,
+) -> bytes:
+    """A read's body from its one statement (:attr:`Read.direct`), on a pooled connection
+    in autocommit, kept under ``key``. Its validator was read before: the statement's
+    snapshot is no older than the state the validator names."""
+    with read_connection(primary=primary) as (dbapi, dialect):
+        body = direct(dbapi, dialect, ladder_id=ladder_id, **dict(args))
+    if cache is not None:
+        cache.put(key, body)
+    return body
+
+
 def _read_states(pairs: list[tuple[str, str | None]], *, primary: bool) -> list[versions.State]:
     with read_connection(primary=primary) as (dbapi, dialect):
         return versions.read_states(dbapi, dialect, pairs)
@@ -538,6 +573,17 @@ class ReadPath:
             if isinstance(found, Answer):
                 return found
             tag = found
+        if read.direct is not None and ladder_id is not None and tag is not None:
+            made = partial(
+                serve_direct,
+                read.direct,
+                primary=access.primary,
+                ladder_id=ladder_id,
+                args=args,
+                cache=self.cache,
+                key=_body_key(read, ladder_id, args, tag),
+            )
+            return Answer(tag, await to_thread.run_sync(made))
         work = partial(
             serve,
             read=read,

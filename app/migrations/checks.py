@@ -5,6 +5,13 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+# The SQL of a rating's bucket is fixed for good: the triggers and the service's reads must
+# compute the same bucket forever, so the migrations and the service share one text.
+from app.storage.blocks import BUCKET_LIMIT as LIMIT
+from app.storage.blocks import bucket_sql
+
+__all__ = ["LIMIT", "bucket_sql", "replace_algorithm_check", "rewrite_ladders_sql"]
+
 
 def rewrite_ladders_sql(old: str, new: str) -> None:
     """On SQLite, replace ``old`` by ``new`` in the schema text of ``ladders`` (SQLite's
@@ -35,29 +42,3 @@ def replace_algorithm_check(old: str, new: str) -> None:
     name = op.f("ck_ladders_algorithm")
     op.drop_constraint(name, "ladders", type_="check")
     op.create_check_constraint(name, "ladders", new)
-
-
-#: Rating buckets are clamped to +-2**53 (exact as doubles and as integers); the outermost
-#: two are open-ended.
-LIMIT = 2**53
-
-
-def bucket_sql(value: str, width: str, dialect: str) -> str:
-    """SQL for ``floor(value / width)`` clamped to +-LIMIT, never dividing a value below
-    the width (PostgreSQL raises on a quotient that underflows or overflows)."""
-    low, high = ("GREATEST", "LEAST") if dialect == "postgresql" else ("max", "min")
-    if dialect == "postgresql":
-        above = f"floor({high}({value}, {LIMIT}.0 * {width}) / {width})"
-        below = f"floor({low}({value}, -{LIMIT}.0 * {width}) / {width})"
-        cast = "bigint"
-    else:
-        # SQLite may lack floor(): truncate, then step down where that rounded up.
-        q_above = f"({high}({value}, {LIMIT}.0 * {width}) / {width})"
-        q_below = f"({low}({value}, -{LIMIT}.0 * {width}) / {width})"
-        above = f"CAST({q_above} AS INTEGER)"
-        below = f"(CAST({q_below} AS INTEGER) - ({q_below} < CAST({q_below} AS INTEGER)))"
-        cast = "INTEGER"
-    return (
-        f"CAST(CASE WHEN {value} >= {width} THEN {above} WHEN {value} >= 0 THEN 0 "
-        f"WHEN {value} >= -{width} THEN -1 ELSE {below} END AS {cast})"
-    )

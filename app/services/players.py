@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -100,8 +101,14 @@ def _player_view(
         min_matches=0,
         own_writes=own_writes,
     )
+    return _player_out(ladder.id, row, ahead)
+
+
+def _player_out(
+    ladder_id: str, row: PlayerRating | repositories.RatingRow, ahead: int
+) -> PlayerOut:
     return PlayerOut(
-        ladder=ladder.id,
+        ladder=ladder_id,
         player_id=row.player_id,
         mu=row.mu,
         sigma=row.sigma,
@@ -113,9 +120,10 @@ def _player_view(
     )
 
 
-def unknown_player(ladder: Ladder, player_id: str) -> NotFound:
-    """The 404 of a player the ladder does not have."""
-    return NotFound(f"player_id: no player {player_id[:128]!r} in ladder {ladder.id!r}")
+def unknown_player(ladder: Ladder | str, player_id: str) -> NotFound:
+    """The 404 of a player the ladder (or the ladder of this id) does not have."""
+    ladder_id = ladder if isinstance(ladder, str) else ladder.id
+    return NotFound(f"player_id: no player {player_id[:128]!r} in ladder {ladder_id!r}")
 
 
 def get_player(*, session: Session, ladder: Ladder, player_id: str) -> PlayerOut:
@@ -123,6 +131,19 @@ def get_player(*, session: Session, ladder: Ladder, player_id: str) -> PlayerOut
     if row is None:
         raise unknown_player(ladder, player_id)
     return _player_view(session=session, ladder=ladder, row=row)
+
+
+def player_body(dbapi_connection: Any, dialect: str, *, ladder_id: str, player_id: str) -> bytes:
+    """``get_player``'s answer as JSON, from one statement on a DB-API connection (the read
+    path's: no session, no transaction to begin and commit). The ladder exists: the read's
+    validator said so."""
+    found = repositories.read_player(
+        dbapi_connection, dialect, ladder_id=ladder_id, player_id=player_id
+    )
+    if found is None:
+        raise unknown_player(ladder_id, player_id)
+    row, ahead = found
+    return _player_out(ladder_id, row, ahead).model_dump_json().encode()
 
 
 def seed_player(

@@ -61,6 +61,27 @@ def rating_bucket(conservative: float, width: float) -> int:
     return math.floor(max(conservative, -BUCKET_LIMIT * width) / width)
 
 
+def bucket_sql(value: str, width: str, dialect: str) -> str:
+    """SQL for ``floor(value / width)`` clamped to +-``BUCKET_LIMIT``, never dividing a value below
+    the width (PostgreSQL raises on a quotient that underflows or overflows)."""
+    low, high = ("GREATEST", "LEAST") if dialect == "postgresql" else ("max", "min")
+    if dialect == "postgresql":
+        above = f"floor({high}({value}, {BUCKET_LIMIT}.0 * {width}) / {width})"
+        below = f"floor({low}({value}, -{BUCKET_LIMIT}.0 * {width}) / {width})"
+        cast = "bigint"
+    else:
+        # SQLite may lack floor(): truncate, then step down where that rounded up.
+        q_above = f"({high}({value}, {BUCKET_LIMIT}.0 * {width}) / {width})"
+        q_below = f"({low}({value}, -{BUCKET_LIMIT}.0 * {width}) / {width})"
+        above = f"CAST({q_above} AS INTEGER)"
+        below = f"(CAST({q_below} AS INTEGER) - ({q_below} < CAST({q_below} AS INTEGER)))"
+        cast = "INTEGER"
+    return (
+        f"CAST(CASE WHEN {value} >= {width} THEN {above} WHEN {value} >= 0 THEN 0 "
+        f"WHEN {value} >= -{width} THEN -1 ELSE {below} END AS {cast})"
+    )
+
+
 def bucket_range(conservative: float, width: float) -> dict[str, Any]:
     """The bucket of a rating and its bounds, ``bucket_start <= c < bucket_end`` (the two
     outermost buckets are open-ended; every stored rating is finite)."""

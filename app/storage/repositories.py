@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from functools import cache
@@ -43,7 +44,7 @@ from sqlalchemy.types import TypeEngine
 from app.domain import jsontext
 from app.domain.accuracy import FIELDS as TALLY_FIELDS
 from app.storage import unit_of_work, versions
-from app.storage.blocks import bucket_range
+from app.storage.blocks import BUCKET_LIMIT, bucket_range, bucket_sql
 from app.storage.engine import (
     SessionLocal,
     is_read_only,
@@ -559,47 +560,63 @@ def _pending(bucket: str, block: str = "") -> str:
     """SQL: this transaction's own changes still waiting in ``rating_bucket_deltas``."""
     return (
         " + (SELECT COALESCE(SUM(d.players), 0) FROM rating_bucket_deltas AS d"
-        " WHERE d.txid = txid_current_if_assigned() AND d.ladder_id = :ladder_id"
+        " WHERE d.txid = txid_current_if_assigned() AND d.ladder_id = k.ladder_id"
         f" AND d.bucket {bucket}{block})"
     )
 
 
-def _count_ahead_sql(own_writes: bool) -> str:
-    """The rank statement of :func:`count_ahead` without ``min_matches``."""
-    ratings = "SELECT count(*) FROM ratings AS r WHERE r.ladder_id = :ladder_id AND "
+def _count_ahead_sql(key: str, own_writes: bool = False, columns: str = "") -> str:
+    """The rank statement of :func:`count_ahead` without ``min_matches``, for the one row of
+    ``key`` (SQL with the columns ladder_id, conservative, player_id, bucket, bucket_start
+    and bucket_end, and any ``columns`` to return before the count)."""
+    ratings = "SELECT count(*) FROM ratings AS r WHERE r.ladder_id = k.ladder_id AND "
     blocks_before = (
         "(SELECT COALESCE(SUM(b.players), 0) FROM rating_blocks AS b"
-        " WHERE b.ladder_id = :ladder_id AND b.bucket = :bucket AND b.first_id < k.fence)"
+        " WHERE b.ladder_id = k.ladder_id AND b.bucket = k.bucket AND b.first_id < k.fence)"
     )
     above = (
         "(SELECT COALESCE(SUM(u.players), 0) FROM rating_buckets AS u"
-        " WHERE u.ladder_id = :ladder_id AND u.bucket > :bucket)"
+        " WHERE u.ladder_id = k.ladder_id AND u.bucket > k.bucket)"
     )
     if own_writes:
         # A seeded player's rank is read in the transaction that seeds it. Reads leave the
         # deltas alone: the table is unlogged, which a streaming replica cannot read.
-        above = f"({above}{_pending('> :bucket')})"
-        blocks_before = f"({blocks_before}{_pending('= :bucket', ' AND d.first_id < k.fence')})"
+        above = f"({above}{_pending('> k.bucket')})"
+        blocks_before = f"({blocks_before}{_pending('= k.bucket', ' AND d.first_id < k.fence')})"
     return (
-        f"SELECT {above}"
+        f"WITH key AS ({key}),"
+        # The tied players with a smaller id, counted up to TIE_WALK.
+        " tie AS (SELECT key.*, (SELECT count(*) FROM (SELECT 1 FROM ratings AS r"
+        " WHERE r.ladder_id = key.ladder_id AND r.conservative = key.conservative"
+        f" AND r.player_id < key.player_id LIMIT {TIE_WALK}) AS s) AS tied FROM key),"
+        # The fence of the key's block, for a longer tie ('' otherwise: no blocks).
+        f" k AS (SELECT tie.*, CASE WHEN tie.tied < {TIE_WALK} THEN '' ELSE"
+        " COALESCE((SELECT max(f.first_id) FROM rating_blocks AS f"
+        " WHERE f.ladder_id = tie.ladder_id AND f.bucket = tie.bucket"
+        " AND f.first_id <= tie.player_id), '') END AS fence FROM tie)"
+        f" SELECT {columns}{above}"
         # The bucket's players above the key's rating, from the key's block on.
-        f" + ({ratings}r.conservative > :conservative AND r.conservative < :bucket_end"
+        f" + ({ratings}r.conservative > k.conservative AND r.conservative < k.bucket_end"
         " AND r.player_id >= k.fence)"
         # A short tie was counted outright; a long one is the blocks before the key's,
         # less the bucket's untied players in them, plus the tie inside the key's block.
         f" + CASE WHEN k.tied < {TIE_WALK} THEN k.tied ELSE {blocks_before}"
-        f" - ({ratings}r.conservative >= :bucket_start AND r.conservative < :conservative"
+        f" - ({ratings}r.conservative >= k.bucket_start AND r.conservative < k.conservative"
         " AND r.player_id < k.fence)"
-        f" + ({ratings}r.conservative = :conservative AND r.player_id >= k.fence"
-        " AND r.player_id < :player_id) END"
-        " FROM (SELECT t.tied, CASE WHEN t.tied < "
-        f"{TIE_WALK} THEN '' ELSE COALESCE((SELECT max(f.first_id) FROM rating_blocks AS f"
-        " WHERE f.ladder_id = :ladder_id AND f.bucket = :bucket"
-        " AND f.first_id <= :player_id), '') END AS fence"
-        " FROM (SELECT count(*) AS tied FROM (SELECT 1 FROM ratings AS r"
-        " WHERE r.ladder_id = :ladder_id AND r.conservative = :conservative"
-        f" AND r.player_id < :player_id LIMIT {TIE_WALK}) AS s) AS t) AS k"
+        f" + ({ratings}r.conservative = k.conservative AND r.player_id >= k.fence"
+        " AND r.player_id < k.player_id) END"
+        " FROM k"
     )
+
+
+#: The key of :func:`count_ahead`, from its parameters.
+_KEY_FROM_PARAMETERS = (
+    "SELECT CAST(:ladder_id AS VARCHAR(64)) AS ladder_id,"
+    " CAST(:conservative AS DOUBLE PRECISION) AS conservative,"
+    " CAST(:player_id AS VARCHAR(128)) AS player_id, CAST(:bucket AS BIGINT) AS bucket,"
+    " CAST(:bucket_start AS DOUBLE PRECISION) AS bucket_start,"
+    " CAST(:bucket_end AS DOUBLE PRECISION) AS bucket_end"
+)
 
 
 @cache
@@ -615,7 +632,8 @@ def _count_ahead_statement(dialect: str, qualified: bool, own_writes: bool) -> E
                 _ahead_of_key(),
             )
         )
-    return text(_count_ahead_sql(dialect == "postgresql" and own_writes)).bindparams(
+    sql = _count_ahead_sql(_KEY_FROM_PARAMETERS, dialect == "postgresql" and own_writes)
+    return text(sql).bindparams(
         _LADDER,
         _KEY_RATING,
         _KEY_PLAYER,
@@ -661,6 +679,62 @@ def count_ahead(
         parameters.update(bucket_range(conservative, bucket_width))
     query = _count_ahead_statement(_dialect(session), min_matches > 0, own_writes)
     return int(session.scalar(query, parameters) or 0)
+
+
+def _player_key(dialect: str) -> str:
+    """The key of :func:`read_player` from the player's row: its bucket and the bucket's
+    bounds computed in SQL, as the triggers compute them."""
+    infinity = "CAST('Infinity' AS DOUBLE PRECISION)" if dialect == "postgresql" else "1e999"
+    bucket = bucket_sql("r.conservative", "l.bucket_width", dialect)
+    return (
+        "SELECT b.*,"
+        f" CASE WHEN b.bucket = -{BUCKET_LIMIT} THEN -{infinity}"
+        " ELSE b.bucket * b.width END AS bucket_start,"
+        f" CASE WHEN b.bucket = {BUCKET_LIMIT} THEN {infinity}"
+        " ELSE (b.bucket + 1) * b.width END AS bucket_end"
+        " FROM (SELECT r.ladder_id, r.player_id, r.conservative, r.mu, r.sigma, r.matches,"
+        f" r.last_played_at, r.volatility, l.bucket_width AS width, {bucket} AS bucket"
+        " FROM ratings AS r JOIN ladders AS l ON l.id = r.ladder_id"
+        " WHERE r.ladder_id = :ladder_id AND r.player_id = :player_id) AS b"
+    )
+
+
+@cache
+def _read_player_sql(dialect: str) -> str:
+    sql = _count_ahead_sql(
+        _player_key(dialect),
+        columns="k.player_id, k.mu, k.sigma, k.conservative, k.matches, k.last_played_at,"
+        " k.volatility, ",
+    )
+    # The driver's own parameter style: psycopg's pyformat, sqlite3's named.
+    return re.sub(r":(\w+)", r"%(\1)s", sql) if dialect == "postgresql" else sql
+
+
+def read_player(
+    dbapi_connection: Any, dialect: str, *, ladder_id: str, player_id: str
+) -> tuple[RatingRow, int] | None:
+    """A player's rating and how many players rank ahead of it, in ONE statement on a
+    DB-API connection in autocommit (one snapshot, one round trip, no session): the
+    player's row and its bucket, then :func:`count_ahead`'s count for it. None: no such
+    player in the ladder."""
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute(_read_player_sql(dialect), {"ladder_id": ladder_id, "player_id": player_id})
+        row = cursor.fetchone()
+    finally:
+        cursor.close()
+    if row is None:
+        return None
+    rating = RatingRow(
+        player_id=row[0],
+        mu=row[1],
+        sigma=row[2],
+        conservative=row[3],
+        matches=row[4],
+        last_played_at=versions.moment(row[5]),
+        volatility=row[6],
+    )
+    return rating, int(row[7])
 
 
 # -- matches and history --------------------------------------------------------------------

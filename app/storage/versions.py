@@ -139,7 +139,8 @@ STATE_SQL = {
 }
 
 
-def _moment(value: Any) -> datetime | None:
+def moment(value: Any) -> datetime | None:
+    """A stored time as an aware UTC datetime, from either driver."""
     # SQLite gives the text SQLAlchemy stored; it is UTC.
     if value is None or isinstance(value, datetime):
         return utc(value) if value is not None else None
@@ -147,7 +148,7 @@ def _moment(value: Any) -> datetime | None:
 
 
 def _state(row: Any) -> State:
-    return State(_moment(row[0]), int(row[1] or 0), row[2], bool(row[3]), _moment(row[4]))
+    return State(moment(row[0]), int(row[1] or 0), row[2], bool(row[3]), moment(row[4]))
 
 
 def read_states(

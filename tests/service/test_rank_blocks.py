@@ -21,6 +21,7 @@ from sqlalchemy.dialects import postgresql
 from app.cli.main import main
 from app.storage import blocks
 from app.storage.engine import get_engine, session_factory
+from app.storage.models import RatingBlock
 from app.storage.repositories import TIE_WALK, _count_ahead_statement, count_ahead
 from tests.service.helpers import create_ladder
 from tests.service.test_rank import (
@@ -271,3 +272,10 @@ def test_a_transaction_applies_its_deltas_once(client: TestClient, database_url:
     assert calls == 1
     assert_blocks_exact(database_url)
     _every_rank_exact(database_url, "o")
+
+
+def test_the_full_blocks_index_holds_what_the_service_looks_for() -> None:
+    """``blocks.full`` probes the partial index: its predicate must be the service's bound."""
+    (index,) = [i for i in RatingBlock.__table__.indexes if i.name == "ix_rating_blocks_full"]
+    for dialect in ("postgresql", "sqlite"):
+        assert str(index.dialect_options[dialect]["where"]) == f"players > {blocks.FULL_ROW}"
