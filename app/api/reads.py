@@ -12,7 +12,7 @@ and no rendering. ``Cache-Control`` is the operator's, per read (``RATINGS_CACHE
 :class:`ReadPath` serves these reads ahead of FastAPI's routing, which for a short read
 cost more than its queries: it matches the path against :data:`READS` and reads the query
 with the routes' own rules. The validator and the key's row are read by
-:class:`Validators`, which gathers the requests of a worker waiting for one into one
+:class:`Gathered`, which gathers the requests of a worker waiting for one into one
 statement; a ``304`` or a kept body is then answered on the event loop, and only a body
 to make goes to the thread pool (the route's service call in a read transaction). The
 routes stay declared on the FastAPI app with the same services, for the OpenAPI document
@@ -29,10 +29,10 @@ import asyncio
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Generic, TypeVar
 from urllib.parse import parse_qsl
 
 from anyio import to_thread
@@ -105,6 +105,8 @@ def _id(value: str) -> str:
 #: A read's keyword arguments for its service, in order (hashable: they are part of the key
 #: of the bodies kept).
 Args = tuple[tuple[str, Any], ...]
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 Parse = Callable[[dict[str, str], dict[str, str]], dict[str, Any]]
 
 
@@ -123,10 +125,11 @@ class Read:
     service: Callable[..., BaseModel | str]
     #: What the metrics read of the matched route.
     route: Template
-    #: The body in one statement on a DB-API connection, without a session (called with
-    #: the connection, its dialect, the ladder's id and the arguments), when the read has
-    #: such a form: its cost is then the statement's, not a transaction's.
-    direct: Callable[..., bytes] | None = None
+    #: The bodies of many requests in one statement on a DB-API connection, without a
+    #: session (called with the connection, its dialect and a list of (ladder id,
+    #: arguments); a body or the exception to answer with for each), when the read has
+    #: such a form: its cost is then a share of a statement's, not a transaction's.
+    direct: Callable[..., list[bytes | Exception]] | None = None
 
     def args(self, params: dict[str, str], query: dict[str, str]) -> Args:
         return tuple(self.parse(params, query).items())
@@ -137,7 +140,7 @@ def _read(
     path: str,
     parse: Parse,
     service: Callable[..., BaseModel | str],
-    direct: Callable[..., bytes] | None = None,
+    direct: Callable[..., list[bytes | Exception]] | None = None,
 ) -> Read:
     pattern = re.compile(re.sub(r"{(\w+)}", r"(?P<\1>[^/]+)", path) + "$")
     return Read(name, path, pattern, parse, service, Template(path), direct)
@@ -211,7 +214,7 @@ READS: tuple[Read, ...] = (
         "/v1/ladders/{ladder}/players/{player_id}",
         _player,
         players.get_player,
-        players.player_body,
+        players.player_bodies,
     ),
     _read(
         "history",
@@ -362,7 +365,7 @@ def serve(
     tag: str | None = None,
 ) -> Answer:
     """The read in ``session``'s transaction: the key, the validator, then the body kept
-    for it or the route's work rendered. ``tag``: the validator :class:`Validators` read,
+    for it or the route's work rendered. ``tag``: the validator :class:`Gathered` read,
     with the key it checked; the body is then made in a snapshot no older than that
     validator's, so it is never older than the state the validator names."""
     if tag is None:
@@ -390,82 +393,79 @@ def serve(
     return Answer(tag, body)
 
 
-def serve_direct(
-    direct: Callable[..., bytes],
-    *,
-    primary: bool,
-    ladder_id: str,
-    args: Args,
-    cache: BodyCache | None,
-    key: Hashable,
-) -> bytes:
-    """A read's body from its one statement (:attr:`Read.direct`), on a pooled connection
-    in autocommit, kept under ``key``. Its validator was read before: the statement's
-    snapshot is no older than the state the validator names."""
-    with read_connection(primary=primary) as (dbapi, dialect):
-        body = direct(dbapi, dialect, ladder_id=ladder_id, **dict(args))
-    if cache is not None:
-        cache.put(key, body)
-    return body
+def _validators(
+    pairs: list[tuple[str, str | None]], *, primary: bool
+) -> Sequence[versions.State | Exception]:
+    return _read_states(pairs, primary=primary)
 
 
-def _read_states(pairs: list[tuple[str, str | None]], *, primary: bool) -> list[versions.State]:
+def _read_states(
+    pairs: list[tuple[str, str | None]], *, primary: bool
+) -> Sequence[versions.State | Exception]:
     with read_connection(primary=primary) as (dbapi, dialect):
         return versions.read_states(dbapi, dialect, pairs)
 
 
-class Validators:
-    """A worker's reads of ladder validators and keys, gathered: every request that needs
-    one joins the next statement, which starts when the one under way is answered, and
-    one statement on a pooled connection, in one trip to the thread pool, answers them
-    all (:func:`app.storage.versions.read_states`). Under load a worker thus pays one
-    round trip to the database for many reads, not one each.
+class Gathered(Generic[K, V]):
+    """A worker's requests for one kind of row, gathered: every request that needs one
+    joins the next statement, which starts when the one under way is answered, and one
+    call of ``fetch`` (one statement on a pooled connection, in one trip to the thread
+    pool) answers them all, each with its value or its own exception. Under load a worker
+    thus pays one round trip to the database for many reads, not one each.
 
     Never stale: a request joins only a statement that has not started yet, so the state
     it is answered from was read after it arrived, and a write whose response was sent
     before that is in it."""
 
-    def __init__(self, *, primary: bool) -> None:
-        self.primary = primary
-        self._waiting: dict[tuple[str, str | None], asyncio.Future[versions.State]] = {}
+    def __init__(self, fetch: Callable[[list[K]], Sequence[V | Exception]]) -> None:
+        self._fetch = fetch
+        self._waiting: dict[K, asyncio.Future[V]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reading: asyncio.Task[None] | None = None
 
-    async def state(self, ladder_id: str, key_hash: str | None) -> versions.State:
+    async def get(self, key: K) -> V:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:  # a new event loop (a test client's): start afresh
             self._loop, self._waiting, self._reading = loop, {}, None
-        future = self._waiting.get((ladder_id, key_hash))
+        future = self._waiting.get(key)
         if future is None:
-            future = self._waiting[(ladder_id, key_hash)] = loop.create_future()
+            future = self._waiting[key] = loop.create_future()
         if self._reading is None:
             self._reading = loop.create_task(self._read())
         # Shielded: a request that goes away must not cancel the others' answer.
         return await asyncio.shield(future)
 
     async def _read(self) -> None:
-        batch: dict[tuple[str, str | None], asyncio.Future[versions.State]] = {}
+        batch: dict[K, asyncio.Future[V]] = {}
         try:
             while self._waiting:
                 batch, self._waiting = self._waiting, {}
-                pairs = list(batch)
+                keys = list(batch)
                 try:
-                    states = await to_thread.run_sync(
-                        partial(_read_states, pairs, primary=self.primary)
-                    )
+                    found = await to_thread.run_sync(partial(self._fetch, keys))
                 except Exception as exc:
-                    for future in batch.values():
-                        if not future.done():
-                            future.set_exception(exc)
-                            future.exception()  # retrieved: its waiter may have gone
-                    continue
-                for pair, state in zip(pairs, states, strict=True):
-                    if not batch[pair].done():
-                        batch[pair].set_result(state)
+                    found = [exc] * len(keys)
+                for key, value in zip(keys, found, strict=True):
+                    future = batch[key]
+                    if future.done():
+                        continue
+                    if isinstance(value, Exception):
+                        future.set_exception(value)
+                        future.exception()  # retrieved: its waiter may have gone
+                    else:
+                        future.set_result(value)
         finally:
             self._reading = None
             for future in batch.values():  # cancelled itself (the loop closing)
                 future.cancel()
+
+
+def _players(
+    keys: list[tuple[str, Args]], *, direct: Callable[..., list[bytes | Exception]], primary: bool
+) -> list[bytes | Exception]:
+    """The bodies of gathered direct reads (:attr:`Read.direct`), in one statement."""
+    with read_connection(primary=primary) as (dbapi, dialect):
+        return direct(dbapi, dialect, [(ladder_id, dict(args)) for ladder_id, args in keys])
 
 
 def _settle(
@@ -541,7 +541,19 @@ class ReadPath:
             read.name: settings.cache_control.get(read.name, default).encode("latin-1")
             for read in READS
         }
-        self.validators = {primary: Validators(primary=primary) for primary in (False, True)}
+        self.validators = {
+            primary: Gathered[tuple[str, str | None], versions.State](
+                partial(_validators, primary=primary)
+            )
+            for primary in (False, True)
+        }
+        #: Gathered direct reads, by read and by database (primary or not).
+        self.direct: dict[tuple[str, bool], Gathered[tuple[str, Args], bytes]] = {
+            (read.name, primary): Gathered(partial(_players, direct=read.direct, primary=primary))
+            for read in READS
+            if read.direct is not None
+            for primary in (False, True)
+        }
         self._parsed: dict[tuple[str, bytes], Parsed | None] = {}
 
     async def _answer(
@@ -560,7 +572,7 @@ class ReadPath:
             if not LADDER_ID.fullmatch(ladder_id):  # it cannot exist: not even looked up
                 raise _unknown_ladder(ladder_id)
             digest = hash_key(access.key) if access.key else None
-            state = await self.validators[access.primary].state(ladder_id, digest)
+            state = await self.validators[access.primary].get((ladder_id, digest))
             found = _settle(
                 state,
                 digest=digest,
@@ -574,16 +586,10 @@ class ReadPath:
                 return found
             tag = found
         if read.direct is not None and ladder_id is not None and tag is not None:
-            made = partial(
-                serve_direct,
-                read.direct,
-                primary=access.primary,
-                ladder_id=ladder_id,
-                args=args,
-                cache=self.cache,
-                key=_body_key(read, ladder_id, args, tag),
-            )
-            return Answer(tag, await to_thread.run_sync(made))
+            body = await self.direct[read.name, access.primary].get((ladder_id, args))
+            if self.cache is not None:
+                self.cache.put(_body_key(read, ladder_id, args, tag), body)
+            return Answer(tag, body)
         work = partial(
             serve,
             read=read,

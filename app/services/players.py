@@ -133,17 +133,23 @@ def get_player(*, session: Session, ladder: Ladder, player_id: str) -> PlayerOut
     return _player_view(session=session, ladder=ladder, row=row)
 
 
-def player_body(dbapi_connection: Any, dialect: str, *, ladder_id: str, player_id: str) -> bytes:
-    """``get_player``'s answer as JSON, from one statement on a DB-API connection (the read
-    path's: no session, no transaction to begin and commit). The ladder exists: the read's
-    validator said so."""
-    found = repositories.read_player(
-        dbapi_connection, dialect, ladder_id=ladder_id, player_id=player_id
-    )
-    if found is None:
-        raise unknown_player(ladder_id, player_id)
-    row, ahead = found
-    return _player_out(ladder_id, row, ahead).model_dump_json().encode()
+def player_bodies(
+    dbapi_connection: Any, dialect: str, requests: list[tuple[str, dict[str, Any]]]
+) -> list[bytes | Exception]:
+    """``get_player``'s answers as JSON for many (ladder id, {"player_id": ...}) at once,
+    from one statement on a DB-API connection (the read path's: no session, no
+    transaction to begin and commit): each a body or the 404 to answer with. The ladders
+    exist: the reads' validators said so."""
+    pairs = [(ladder_id, str(args["player_id"])) for ladder_id, args in requests]
+    found = repositories.read_players(dbapi_connection, dialect, pairs)
+    bodies: list[bytes | Exception] = []
+    for (ladder_id, player_id), player in zip(pairs, found, strict=True):
+        if player is None:
+            bodies.append(unknown_player(ladder_id, player_id))
+        else:
+            row, ahead = player
+            bodies.append(_player_out(ladder_id, row, ahead).model_dump_json().encode())
+    return bodies
 
 
 def seed_player(

@@ -681,60 +681,81 @@ def count_ahead(
     return int(session.scalar(query, parameters) or 0)
 
 
-def _player_key(dialect: str) -> str:
-    """The key of :func:`read_player` from the player's row: its bucket and the bucket's
-    bounds computed in SQL, as the triggers compute them."""
+def _players_key(dialect: str) -> str:
+    """The keys of :func:`read_players` from the players' rows: each one's bucket and the
+    bucket's bounds computed in SQL, as the triggers compute them; ``n``: the request's
+    place. PostgreSQL reads every (ladder, player) asked for from two arrays; SQLite one."""
     infinity = "CAST('Infinity' AS DOUBLE PRECISION)" if dialect == "postgresql" else "1e999"
     bucket = bucket_sql("r.conservative", "l.bucket_width", dialect)
+    if dialect == "postgresql":
+        asked = (
+            "unnest(CAST(:ladder_ids AS TEXT[]), CAST(:player_ids AS TEXT[]))"
+            " WITH ORDINALITY AS q(ladder_id, player_id, n)"
+        )
+    else:
+        asked = "(SELECT :ladder_id AS ladder_id, :player_id AS player_id, 1 AS n) AS q"
     return (
         "SELECT b.*,"
         f" CASE WHEN b.bucket = -{BUCKET_LIMIT} THEN -{infinity}"
         " ELSE b.bucket * b.width END AS bucket_start,"
         f" CASE WHEN b.bucket = {BUCKET_LIMIT} THEN {infinity}"
         " ELSE (b.bucket + 1) * b.width END AS bucket_end"
-        " FROM (SELECT r.ladder_id, r.player_id, r.conservative, r.mu, r.sigma, r.matches,"
-        f" r.last_played_at, r.volatility, l.bucket_width AS width, {bucket} AS bucket"
-        " FROM ratings AS r JOIN ladders AS l ON l.id = r.ladder_id"
-        " WHERE r.ladder_id = :ladder_id AND r.player_id = :player_id) AS b"
+        " FROM (SELECT q.n, r.ladder_id, r.player_id, r.conservative, r.mu, r.sigma,"
+        f" r.matches, r.last_played_at, r.volatility, l.bucket_width AS width, {bucket} AS bucket"
+        f" FROM {asked} JOIN ratings AS r ON r.ladder_id = q.ladder_id"
+        " AND r.player_id = q.player_id JOIN ladders AS l ON l.id = r.ladder_id) AS b"
     )
 
 
 @cache
-def _read_player_sql(dialect: str) -> str:
+def _read_players_sql(dialect: str) -> str:
     sql = _count_ahead_sql(
-        _player_key(dialect),
-        columns="k.player_id, k.mu, k.sigma, k.conservative, k.matches, k.last_played_at,"
-        " k.volatility, ",
+        _players_key(dialect),
+        columns="k.n, k.player_id, k.mu, k.sigma, k.conservative, k.matches,"
+        " k.last_played_at, k.volatility, ",
     )
     # The driver's own parameter style: psycopg's pyformat, sqlite3's named.
     return re.sub(r":(\w+)", r"%(\1)s", sql) if dialect == "postgresql" else sql
 
 
-def read_player(
-    dbapi_connection: Any, dialect: str, *, ladder_id: str, player_id: str
-) -> tuple[RatingRow, int] | None:
-    """A player's rating and how many players rank ahead of it, in ONE statement on a
-    DB-API connection in autocommit (one snapshot, one round trip, no session): the
-    player's row and its bucket, then :func:`count_ahead`'s count for it. None: no such
-    player in the ladder."""
+def read_players(
+    dbapi_connection: Any, dialect: str, pairs: Sequence[tuple[str, str]]
+) -> list[tuple[RatingRow, int] | None]:
+    """For each (ladder id, player id) of ``pairs``, in order: the player's rating and how
+    many players rank ahead of it (None: no such player), on a DB-API connection in
+    autocommit, no session. On PostgreSQL ONE statement (one snapshot, one round trip)
+    answers them all: the rows and their buckets, then :func:`count_ahead`'s count for
+    each; SQLite, in process, runs it once a pair."""
+    sql = _read_players_sql(dialect)
     cursor = dbapi_connection.cursor()
     try:
-        cursor.execute(_read_player_sql(dialect), {"ladder_id": ladder_id, "player_id": player_id})
-        row = cursor.fetchone()
+        if dialect == "postgresql":
+            parameters = {
+                "ladder_ids": [ladder_id for ladder_id, _ in pairs],
+                "player_ids": [player_id for _, player_id in pairs],
+            }
+            cursor.execute(sql, parameters)
+            rows = cursor.fetchall()
+        else:
+            rows = []
+            for n, (ladder_id, player_id) in enumerate(pairs, start=1):
+                cursor.execute(sql, {"ladder_id": ladder_id, "player_id": player_id})
+                rows.extend((n, *row[1:]) for row in cursor.fetchall())
     finally:
         cursor.close()
-    if row is None:
-        return None
-    rating = RatingRow(
-        player_id=row[0],
-        mu=row[1],
-        sigma=row[2],
-        conservative=row[3],
-        matches=row[4],
-        last_played_at=versions.moment(row[5]),
-        volatility=row[6],
-    )
-    return rating, int(row[7])
+    found: list[tuple[RatingRow, int] | None] = [None] * len(pairs)
+    for row in rows:
+        rating = RatingRow(
+            player_id=row[1],
+            mu=row[2],
+            sigma=row[3],
+            conservative=row[4],
+            matches=row[5],
+            last_played_at=versions.moment(row[6]),
+            volatility=row[7],
+        )
+        found[int(row[0]) - 1] = (rating, int(row[8]))
+    return found
 
 
 # -- matches and history --------------------------------------------------------------------

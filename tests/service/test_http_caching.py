@@ -313,6 +313,54 @@ def test_concurrent_reads_share_one_validator_statement(
     assert after == {_tag(seeded)} and after != {before}
 
 
+def test_concurrent_player_reads_share_one_statement(
+    seeded: TestClient, admin_key: str, monkeypatch: pytest.MonkeyPatch, database_url: str
+) -> None:
+    """Player cards read together are made by one statement (one per request on SQLite),
+    each with its own rank, and a player the ladder lacks gets its own 404."""
+    from app.services import players
+
+    statements: list[list[tuple[str, str]]] = []
+    original = players.repositories.read_players
+
+    def noting(dbapi: Any, dialect: str, pairs: list[tuple[str, str]]) -> Any:
+        statements.append(list(pairs))
+        return original(dbapi, dialect, pairs)
+
+    monkeypatch.setattr(players.repositories, "read_players", noting)
+    for teams in ([["dave"], ["erin"]], [["erin", "frank"], ["alice", "gina"]]):
+        response = seeded.post(f"{LADDER}/matches", json={"teams": teams})
+        assert response.status_code == 201, response.text
+    names = ["alice", "bob", "carol", "dave", "erin", "frank", "gina", "nobody"] * 4
+
+    async def read_all() -> list[Any]:
+        transport = httpx.ASGITransport(app=seeded.app)
+        async with httpx.AsyncClient(
+            transport=transport,
+            base_url="http://test",
+            headers={"Authorization": f"Bearer {admin_key}"},
+        ) as http:
+            return await asyncio.gather(*(http.get(f"{LADDER}/players/{n}") for n in names))
+
+    responses = asyncio.run(read_all())
+    board = seeded.get(f"{LADDER}/leaderboard", params={"limit": 100}).json()["entries"]
+    expected = {entry["player_id"]: entry for entry in board}
+    assert len(expected) == 7
+    for name, response in zip(names, responses, strict=True):
+        if name == "nobody":
+            assert_problem(response, 404, "nobody")
+            continue
+        assert response.status_code == 200, response.text
+        found = response.json()
+        for field in ("rank", "mu", "sigma", "conservative", "matches"):
+            assert found[field] == expected[name][field], (name, field)
+    pairs = sorted({("test", name) for name in names})
+    if database_url.startswith("postgresql"):
+        assert [sorted(pairs_of) for pairs_of in statements] == [pairs]
+    else:
+        assert sorted(pair for pairs_of in statements for pair in pairs_of) == pairs
+
+
 def test_a_failed_validator_statement_fails_its_reads_alone(
     seeded: TestClient, admin_key: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
