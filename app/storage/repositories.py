@@ -552,7 +552,7 @@ def leaderboard(
     return [RatingRow(*row) for row in session.execute(query, parameters)]
 
 
-#: A rank walks at most this many tied players before it counts the tie by blocks.
+#: A tie of at least this many players is counted by blocks, a shorter one outright.
 TIE_WALK = 256
 
 
@@ -566,7 +566,7 @@ def _pending(bucket: str, block: str = "") -> str:
 
 
 def _count_ahead_sql(key: str, own_writes: bool = False, columns: str = "") -> str:
-    """The rank statement of :func:`count_ahead` without ``min_matches``, for the one row of
+    """The rank statement of :func:`count_ahead` without ``min_matches``, for each row of
     ``key`` (SQL with the columns ladder_id, conservative, player_id, bucket, bucket_start
     and bucket_end, and any ``columns`` to return before the count)."""
     ratings = "SELECT count(*) FROM ratings AS r WHERE r.ladder_id = k.ladder_id AND "
@@ -578,29 +578,42 @@ def _count_ahead_sql(key: str, own_writes: bool = False, columns: str = "") -> s
         "(SELECT COALESCE(SUM(u.players), 0) FROM rating_buckets AS u"
         " WHERE u.ladder_id = k.ladder_id AND u.bucket > k.bucket)"
     )
+    in_bucket = (
+        "(SELECT COALESCE(SUM(u.players), 0) FROM rating_buckets AS u"
+        " WHERE u.ladder_id = k.ladder_id AND u.bucket = k.bucket)"
+    )
     if own_writes:
         # A seeded player's rank is read in the transaction that seeds it. Reads leave the
         # deltas alone: the table is unlogged, which a streaming replica cannot read.
         above = f"({above}{_pending('> k.bucket')})"
+        in_bucket = f"({in_bucket}{_pending('= k.bucket')})"
         blocks_before = f"({blocks_before}{_pending('= k.bucket', ' AND d.first_id < k.fence')})"
     return (
         f"WITH key AS ({key}),"
-        # The tied players with a smaller id, counted up to TIE_WALK.
+        # How many players share the key's rating, counted up to TIE_WALK.
         " tie AS (SELECT key.*, (SELECT count(*) FROM (SELECT 1 FROM ratings AS r"
         " WHERE r.ladder_id = key.ladder_id AND r.conservative = key.conservative"
-        f" AND r.player_id < key.player_id LIMIT {TIE_WALK}) AS s) AS tied FROM key),"
-        # The fence of the key's block, for a longer tie ('' otherwise: no blocks).
-        f" k AS (SELECT tie.*, CASE WHEN tie.tied < {TIE_WALK} THEN '' ELSE"
+        f" LIMIT {TIE_WALK}) AS s) AS tie_size FROM key),"
+        # The fence of the key's block, for a long tie ('' otherwise: no blocks).
+        f" k AS (SELECT tie.*, CASE WHEN tie.tie_size < {TIE_WALK} THEN '' ELSE"
         " COALESCE((SELECT max(f.first_id) FROM rating_blocks AS f"
         " WHERE f.ladder_id = tie.ladder_id AND f.bucket = tie.bucket"
         " AND f.first_id <= tie.player_id), '') END AS fence FROM tie)"
-        f" SELECT {columns}{above}"
-        # The bucket's players above the key's rating, from the key's block on.
-        f" + ({ratings}r.conservative > k.conservative AND r.conservative < k.bucket_end"
-        " AND r.player_id >= k.fence)"
-        # A short tie was counted outright; a long one is the blocks before the key's,
-        # less the bucket's untied players in them, plus the tie inside the key's block.
-        f" + CASE WHEN k.tied < {TIE_WALK} THEN k.tied ELSE {blocks_before}"
+        f" SELECT {columns}{above} + CASE WHEN k.tie_size < {TIE_WALK} THEN"
+        # A short tie: the tied players with a smaller id, counted, and the bucket's
+        # players above the key's rating: walked, or, when the key sits in the bucket's
+        # lower half, the bucket's count less those walked below it and the tie.
+        f" ({ratings}r.conservative = k.conservative AND r.player_id < k.player_id)"
+        " + CASE WHEN k.conservative - k.bucket_start < k.bucket_end - k.conservative"
+        f" THEN {in_bucket} - ({ratings}r.conservative >= k.bucket_start"
+        " AND r.conservative < k.conservative) - k.tie_size"
+        f" ELSE ({ratings}r.conservative > k.conservative AND r.conservative < k.bucket_end)"
+        " END ELSE"
+        # A long tie: the bucket's players above the key's rating from the key's block on,
+        # the blocks before the key's less the bucket's untied players in them, and the
+        # tie inside the key's block.
+        f" ({ratings}r.conservative > k.conservative AND r.conservative < k.bucket_end"
+        f" AND r.player_id >= k.fence) + {blocks_before}"
         f" - ({ratings}r.conservative >= k.bucket_start AND r.conservative < k.conservative"
         " AND r.player_id < k.fence)"
         f" + ({ratings}r.conservative = k.conservative AND r.player_id >= k.fence"
@@ -656,13 +669,15 @@ def count_ahead(
     """How many players rank ahead of the key (conservative, player_id) on the leaderboard.
 
     ONE statement (one snapshot): the players of the buckets above the key's, from
-    ``rating_buckets``, plus those above the key's rating in its own bucket, by a range
-    scan of ``ix_ratings_leaderboard`` no wider than a bucket, plus the tied players with a
-    smaller id. Up to :data:`TIE_WALK` of them are counted one by one; a longer tie is
-    counted from ``rating_blocks``: the bucket's players in the blocks before the key's
-    block, less those of them not tied (two ranges of the bucket without the tie), plus the
-    tied players inside the key's block. Either way the cost is bounded by the bucket's
-    untied players and one block, however many players share the rating.
+    ``rating_buckets``, plus those ahead of it in its own bucket. A tie of fewer than
+    :data:`TIE_WALK` players is counted outright, and the bucket's players above the key's
+    rating by a range scan of ``ix_ratings_leaderboard`` on the shorter side of the key:
+    above it, or below it (then the bucket's count less the scan and the tie), so at most
+    about half a bucket. A longer tie is counted from ``rating_blocks``: the bucket's
+    players in the blocks before the key's block, less those of them not tied (two ranges
+    of the bucket without the tie), plus the tied players inside the key's block. Either
+    way the cost is bounded by the bucket's untied players and one block, however many
+    players share the rating.
 
     With ``min_matches`` the buckets do not apply (they count every player): the players
     ahead are counted one by one. ``own_writes``: this transaction changed ratings, and its
