@@ -14,7 +14,9 @@ cost more than its queries: it matches the path against :data:`READS` and reads 
 with the routes' own rules. The validator and the key's row are read by
 :class:`Gathered`, which gathers the requests of a worker waiting for one into one
 statement; a ``304`` or a kept body is then answered on the event loop, and only a body
-to make goes to the thread pool (the route's service call in a read transaction). The
+to make goes to the thread pool (the route's service call in a read transaction). A read
+with a direct form (:attr:`Read.direct`: a player's card) makes its body without a
+session instead, gathered with the worker's other such reads into one statement. The
 routes stay declared on the FastAPI app with the same services, for the OpenAPI document
 and for the requests this path does not take: one whose query it cannot read as the route
 would (FastAPI then answers, with its 422 where the query is wrong).
@@ -393,15 +395,12 @@ def serve(
     return Answer(tag, body)
 
 
-def _validators(
-    pairs: list[tuple[str, str | None]], *, primary: bool
-) -> Sequence[versions.State | Exception]:
+def _read_states_now(pairs: list[tuple[str, str | None]], *, primary: bool) -> list[versions.State]:
+    """:func:`_read_states` as the module holds it at the call (a test may replace it)."""
     return _read_states(pairs, primary=primary)
 
 
-def _read_states(
-    pairs: list[tuple[str, str | None]], *, primary: bool
-) -> Sequence[versions.State | Exception]:
+def _read_states(pairs: list[tuple[str, str | None]], *, primary: bool) -> list[versions.State]:
     with read_connection(primary=primary) as (dbapi, dialect):
         return versions.read_states(dbapi, dialect, pairs)
 
@@ -543,7 +542,7 @@ class ReadPath:
         }
         self.validators = {
             primary: Gathered[tuple[str, str | None], versions.State](
-                partial(_validators, primary=primary)
+                partial(_read_states_now, primary=primary)
             )
             for primary in (False, True)
         }

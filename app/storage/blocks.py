@@ -3,7 +3,7 @@
 A rank inside a long tie counts the tied players of one block one by one
 (:func:`app.storage.repositories.count_ahead`), so a block must stay small. The triggers
 count players into the blocks that exist; this module moves the fences: a block with a
-stripe row above :data:`FULL_ROW` players is cut into pieces of about :data:`PIECE_ROW`
+stripe row above :data:`FULL_ROW` players is cut into pieces of about half that many
 players a stripe, by player id, and each piece is counted again from ``ratings``.
 
 Fences must not move under a transaction that found its blocks by them: on PostgreSQL the
@@ -34,8 +34,6 @@ from app.storage.models import Ladder, RatingBlock
 #: A stripe row above this many players marks its block as full (the partial index
 #: ``ix_rating_blocks_full`` of migration 0016 holds exactly these rows).
 FULL_ROW = 128
-#: A cut makes pieces of about this many players a stripe.
-PIECE_ROW = 64
 #: The advisory lock class of a ladder's fences (migration 0016).
 RANK_LOCK = 0x52414E4B
 #: Stripes of a block: PostgreSQL spreads concurrent writers over eight rows.

@@ -44,7 +44,7 @@ from sqlalchemy.types import TypeEngine
 from app.domain import jsontext
 from app.domain.accuracy import FIELDS as TALLY_FIELDS
 from app.storage import unit_of_work, versions
-from app.storage.blocks import BUCKET_LIMIT, bucket_range, bucket_sql
+from app.storage.blocks import BUCKET_LIMIT, bucket_sql
 from app.storage.engine import (
     SessionLocal,
     is_read_only,
@@ -622,13 +622,29 @@ def _count_ahead_sql(key: str, own_writes: bool = False, columns: str = "") -> s
     )
 
 
+def _bucketed(source: str, dialect: str) -> str:
+    """SQL: the rows of ``source`` (with ladder_id, player_id, conservative, and their
+    ladder's bucket width as width) with each one's bucket and the bucket's bounds,
+    ``bucket_start <= conservative < bucket_end``, computed as the triggers compute the
+    bucket (the two outermost buckets are open-ended; every stored rating is finite)."""
+    infinity = "CAST('Infinity' AS DOUBLE PRECISION)" if dialect == "postgresql" else "1e999"
+    bucket = bucket_sql("s.conservative", "s.width", dialect)
+    return (
+        "SELECT b.*,"
+        f" CASE WHEN b.bucket = -{BUCKET_LIMIT} THEN -{infinity}"
+        " ELSE b.bucket * b.width END AS bucket_start,"
+        f" CASE WHEN b.bucket = {BUCKET_LIMIT} THEN {infinity}"
+        " ELSE (b.bucket + 1) * b.width END AS bucket_end"
+        f" FROM (SELECT s.*, {bucket} AS bucket FROM ({source}) AS s) AS b"
+    )
+
+
 #: The key of :func:`count_ahead`, from its parameters.
 _KEY_FROM_PARAMETERS = (
     "SELECT CAST(:ladder_id AS VARCHAR(64)) AS ladder_id,"
+    " CAST(:player_id AS VARCHAR(128)) AS player_id,"
     " CAST(:conservative AS DOUBLE PRECISION) AS conservative,"
-    " CAST(:player_id AS VARCHAR(128)) AS player_id, CAST(:bucket AS BIGINT) AS bucket,"
-    " CAST(:bucket_start AS DOUBLE PRECISION) AS bucket_start,"
-    " CAST(:bucket_end AS DOUBLE PRECISION) AS bucket_end"
+    " CAST(:width AS DOUBLE PRECISION) AS width"
 )
 
 
@@ -645,15 +661,9 @@ def _count_ahead_statement(dialect: str, qualified: bool, own_writes: bool) -> E
                 _ahead_of_key(),
             )
         )
-    sql = _count_ahead_sql(_KEY_FROM_PARAMETERS, dialect == "postgresql" and own_writes)
-    return text(sql).bindparams(
-        _LADDER,
-        _KEY_RATING,
-        _KEY_PLAYER,
-        bindparam("bucket", type_=BigInteger),
-        bindparam("bucket_start", type_=Float),
-        bindparam("bucket_end", type_=Float),
-    )
+    key = _bucketed(_KEY_FROM_PARAMETERS, dialect)
+    sql = _count_ahead_sql(key, dialect == "postgresql" and own_writes)
+    return text(sql).bindparams(_LADDER, _KEY_RATING, _KEY_PLAYER, bindparam("width", type_=Float))
 
 
 def count_ahead(
@@ -691,17 +701,15 @@ def count_ahead(
     if min_matches > 0:
         parameters["min_matches"] = min_matches
     else:
-        parameters.update(bucket_range(conservative, bucket_width))
+        parameters["width"] = bucket_width
     query = _count_ahead_statement(_dialect(session), min_matches > 0, own_writes)
     return int(session.scalar(query, parameters) or 0)
 
 
 def _players_key(dialect: str) -> str:
-    """The keys of :func:`read_players` from the players' rows: each one's bucket and the
-    bucket's bounds computed in SQL, as the triggers compute them; ``n``: the request's
-    place. PostgreSQL reads every (ladder, player) asked for from two arrays; SQLite one."""
-    infinity = "CAST('Infinity' AS DOUBLE PRECISION)" if dialect == "postgresql" else "1e999"
-    bucket = bucket_sql("r.conservative", "l.bucket_width", dialect)
+    """The keys of :func:`read_players`: the rows of the players asked for, bucketed
+    (:func:`_bucketed`); ``n``: the request's place. PostgreSQL reads every (ladder,
+    player) asked for from two arrays; SQLite one."""
     if dialect == "postgresql":
         asked = (
             "unnest(CAST(:ladder_ids AS TEXT[]), CAST(:player_ids AS TEXT[]))"
@@ -709,16 +717,12 @@ def _players_key(dialect: str) -> str:
         )
     else:
         asked = "(SELECT :ladder_id AS ladder_id, :player_id AS player_id, 1 AS n) AS q"
-    return (
-        "SELECT b.*,"
-        f" CASE WHEN b.bucket = -{BUCKET_LIMIT} THEN -{infinity}"
-        " ELSE b.bucket * b.width END AS bucket_start,"
-        f" CASE WHEN b.bucket = {BUCKET_LIMIT} THEN {infinity}"
-        " ELSE (b.bucket + 1) * b.width END AS bucket_end"
-        " FROM (SELECT q.n, r.ladder_id, r.player_id, r.conservative, r.mu, r.sigma,"
-        f" r.matches, r.last_played_at, r.volatility, l.bucket_width AS width, {bucket} AS bucket"
+    return _bucketed(
+        "SELECT q.n, r.ladder_id, r.player_id, r.conservative, r.mu, r.sigma, r.matches,"
+        " r.last_played_at, r.volatility, l.bucket_width AS width"
         f" FROM {asked} JOIN ratings AS r ON r.ladder_id = q.ladder_id"
-        " AND r.player_id = q.player_id JOIN ladders AS l ON l.id = r.ladder_id) AS b"
+        " AND r.player_id = q.player_id JOIN ladders AS l ON l.id = r.ladder_id",
+        dialect,
     )
 
 
@@ -1436,8 +1440,8 @@ class LadderRows(NamedTuple):
 
 def delete_ladder_rows(*, session: Session, ladder_id: str) -> LadderRows:
     """Remove the ladder and every row of it, children first (the caller holds the ladder's
-    row lock, so no writer adds one meanwhile). Its rating buckets and blocks go before its ratings:
-    SQLite's triggers then have no bucket left to count down, and PostgreSQL's pending
+    row lock, so no writer adds one meanwhile). Its rating buckets and blocks go before its
+    ratings: SQLite's triggers then have none left to count down, and PostgreSQL's pending
     bucket changes apply to no ladder at commit. Its jobs go too: one still queued finds
     no ladder and ends with nothing to write to."""
 

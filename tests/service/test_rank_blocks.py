@@ -167,9 +167,7 @@ def test_a_rank_reads_one_block_of_the_tie(client: TestClient, database_url: str
         "ladder_id": "e",
         "conservative": TIE,
         "player_id": "t4999",
-        "bucket": 40,
-        "bucket_start": 10.0,
-        "bucket_end": 10.25,
+        "width": 0.25,
     }
     bound = statement.bindparams(**parameters).compile(
         dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True}
