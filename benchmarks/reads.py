@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/reads.py [--players 1000000] [--launch-players 100000]
         [--workers 2] [--connections 64,1] [--seconds 10] [--seed 1]
         [--postgres postgresql://postgres@127.0.0.1:5432] [--format table|markdown]
-        [--cases 'player with rank,...']
+        [--cases 'player with rank,...'] [--autogroup off|keep]
 
 On a fresh PostgreSQL database (made on ``--postgres`` and dropped afterwards) two ladders:
 ``big``, ``--players`` rated players with spread ratings (the rows written straight into
@@ -27,6 +27,15 @@ ratio to it. The CPU columns are the workers' and the PostgreSQL backends' proce
 time per request during the timed run, from ``/proc``. The service keeps the bodies it
 made (``RATINGS_READ_CACHE_MB``), so a read repeated during a run may cost only its
 validator; ``RATINGS_READ_CACHE_MB=0`` in the environment makes every body afresh.
+
+wrk's percentiles are corrected for coordinated omission: an answer slower than twice a
+connection's mean interval between requests adds the answers an open-loop client would
+have waited for meanwhile, so one stall of a few hundred milliseconds moves a p99 by as
+much. ``stall ms`` is the machine's longest stall during each timed run, as a sleeping
+process in a session of its own saw it (``benchmarks/scheduling.py``); ``--autogroup
+off``, the default, turns the kernel's session groups off for the run when it can (root)
+and on again afterwards, since with them this machine left PostgreSQL's backends, in the
+database server's own session, unscheduled for seconds under the benchmark's load.
 """
 
 from __future__ import annotations
@@ -51,6 +60,7 @@ if str(ROOT) not in sys.path:
 
 
 from benchmarks.databases import http_benchmark  # noqa: E402
+from benchmarks.scheduling import StallProbe, autogroup, without_session_groups  # noqa: E402
 
 bench = http_benchmark()
 
@@ -148,13 +158,15 @@ def timed(
 ) -> dict[str, float]:
     """``gets`` (path and ``If-None-Match``, or "") driven by the HTTP benchmark's wrk for
     ``seconds`` after a second's warm-up, with the CPU time the workers and the database's
-    backends spent."""
+    backends spent and the machine's longest stall meanwhile (:class:`StallProbe`)."""
     requests = [["GET", path, "", tag] for path, tag in gets]
     bench._wrk(server.base_url, "", connections, requests, 1.0)
     workers = server.worker_pids()
     backends = bench.postgres_backends(db_url)
     server_before, db_before = bench.cpu_seconds(workers), bench.cpu_seconds(backends)
+    probe = StallProbe(seconds)
     figures = bench._wrk(server.base_url, "", connections, requests, seconds)
+    stall = probe.worst()
     count = max(1, int(figures["count"]))
     server_cpu = bench.cpu_delta(server_before, bench.cpu_seconds(workers))
     # Backends the pool opened during the run count from zero.
@@ -167,6 +179,7 @@ def timed(
         "server_cpu": server_cpu * 1000 / count,
         "db_cpu": db_cpu * 1000 / count,
         "errors": count - figures["statuses"].get("2xx", 0),
+        "stall": stall,
     }
 
 
@@ -271,6 +284,7 @@ def table(rows: list[dict[str, Any]], markdown: bool) -> str:
         "app req/s",
         "app CPU ms",
         "x app",
+        "stall ms",
     ]
     body = [
         [
@@ -286,6 +300,7 @@ def table(rows: list[dict[str, Any]], markdown: bool) -> str:
             f"{r['app_rate']:,.0f}",
             f"{r['app_cpu']:.2f}",
             f"{r['x_app']:.2f}" + (f" ({r['errors']} errors)" if r["errors"] else ""),
+            f"{r['stall']:.0f}",
         ]
         for r in rows
     ]
@@ -312,11 +327,20 @@ def main() -> int:
     parser.add_argument(
         "--cases", help="comma-separated cases to run (e.g. 'player with rank'); default: all"
     )
+    parser.add_argument(
+        "--autogroup",
+        choices=("off", "keep"),
+        default="off",
+        help="turn the kernel's session groups off for the run (when root) or keep them",
+    )
     args = parser.parse_args()
     args.connections = [int(c) for c in args.connections.split(",")]
-    with tempfile.TemporaryDirectory(prefix="ratings-reads-") as scratch:
+    with (
+        without_session_groups(args.autogroup == "off") as groups,
+        tempfile.TemporaryDirectory(prefix="ratings-reads-") as scratch,
+    ):
         rows = run(args, Path(scratch))
-    print(bench.machine())
+    print(f"{bench.machine()}, autogroup {groups} (now {autogroup()})")
     print(table(rows, args.format == "markdown"))
     return 0
 

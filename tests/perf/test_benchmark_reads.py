@@ -53,11 +53,12 @@ def test_the_table_has_a_row_per_case(script: ModuleType) -> None:
         "app_cpu": 0.08,
         "x_app": 0.125,
         "errors": 0,
+        "stall": 3.4,
     }
     lines = script.table([row, {**row, "errors": 2}], markdown=True).splitlines()
     assert lines[0].startswith("| ladder | conn | case |")
     assert lines[2] == (
         "| big (10) | 64 | first page | 9,467 | 2,000 | 20.0 | 100.0 | 0.50 | 0.10 | 16,000 "
-        "| 0.08 | 0.12 |"
+        "| 0.08 | 0.12 | 3 |"
     )
-    assert lines[3].endswith("| 0.12 (2 errors) |")
+    assert lines[3].endswith("| 0.12 (2 errors) | 3 |")
