@@ -13,7 +13,8 @@ and no rendering. ``Cache-Control`` is the operator's, per read (``RATINGS_CACHE
 cost more than its queries: it matches the path against :data:`READS` and reads the query
 with the routes' own rules. The validator and the key's row are read by
 :class:`Gathered`, which gathers the requests of a worker waiting for one into one
-statement; a ``304`` or a kept body is then answered on the event loop, and only a body
+statement, sent on PostgreSQL from the event loop itself (``LoopConnection``: no thread
+hand-off); a ``304`` or a kept body is then answered on the event loop, and only a body
 to make goes to the thread pool (the route's service call in a read transaction). A read
 with a direct form (:attr:`Read.direct`: a player's card) makes its body without a
 session instead, gathered with the worker's other such reads into one statement. The
@@ -31,7 +32,7 @@ import asyncio
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Generic, TypeVar
@@ -55,7 +56,13 @@ from app.services import accuracy, ladders, matches, players, predictions
 from app.services.auth import hash_key, passes_quietly
 from app.services.matchmaking import matchmake
 from app.storage import unit_of_work, versions
-from app.storage.engine import read_connection, read_session_factory
+from app.storage.engine import (
+    LoopConnection,
+    on_postgres,
+    read_connection,
+    read_session_factory,
+    read_url,
+)
 from app.storage.models import Ladder
 
 #: The header a client sends to read from the primary rather than a replica.
@@ -395,12 +402,26 @@ def serve(
     return Answer(tag, body)
 
 
-def _read_states_now(pairs: list[tuple[str, str | None]], *, primary: bool) -> list[versions.State]:
+async def _read_states_now(
+    pairs: list[tuple[str, str | None]], *, primary: bool, connection: LoopConnection
+) -> list[versions.State]:
     """:func:`_read_states` as the module holds it at the call (a test may replace it)."""
-    return _read_states(pairs, primary=primary)
+    return await _read_states(pairs, primary=primary, connection=connection)
 
 
-def _read_states(pairs: list[tuple[str, str | None]], *, primary: bool) -> list[versions.State]:
+async def _read_states(
+    pairs: list[tuple[str, str | None]], *, primary: bool, connection: LoopConnection
+) -> list[versions.State]:
+    """The validators of ``pairs``: on PostgreSQL on the event loop (``connection``), on
+    SQLite in the thread pool."""
+    if on_postgres(read_url(primary=primary)):
+        return await connection.run(partial(versions.read_states_async, pairs=pairs))
+    return await to_thread.run_sync(partial(_read_states_in_thread, pairs, primary=primary))
+
+
+def _read_states_in_thread(
+    pairs: list[tuple[str, str | None]], *, primary: bool
+) -> list[versions.State]:
     with read_connection(primary=primary) as (dbapi, dialect):
         return versions.read_states(dbapi, dialect, pairs)
 
@@ -408,15 +429,16 @@ def _read_states(pairs: list[tuple[str, str | None]], *, primary: bool) -> list[
 class Gathered(Generic[K, V]):
     """A worker's requests for one kind of row, gathered: every request that needs one
     joins the next statement, which starts when the one under way is answered, and one
-    call of ``fetch`` (one statement on a pooled connection, in one trip to the thread
-    pool) answers them all, each with its value or its own exception. Under load a worker
-    thus pays one round trip to the database for many reads, not one each.
+    call of ``fetch`` (one statement: on the event loop, or on a pooled connection in one
+    trip to the thread pool) answers them all, each with its value or its own exception.
+    Under load a worker thus pays one round trip to the database for many reads, not one
+    each.
 
     Never stale: a request joins only a statement that has not started yet, so the state
     it is answered from was read after it arrived, and a write whose response was sent
     before that is in it."""
 
-    def __init__(self, fetch: Callable[[list[K]], Sequence[V | Exception]]) -> None:
+    def __init__(self, fetch: Callable[[list[K]], Awaitable[Sequence[V | Exception]]]) -> None:
         self._fetch = fetch
         self._waiting: dict[K, asyncio.Future[V]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -441,7 +463,7 @@ class Gathered(Generic[K, V]):
                 batch, self._waiting = self._waiting, {}
                 keys = list(batch)
                 try:
-                    found = await to_thread.run_sync(partial(self._fetch, keys))
+                    found = await self._fetch(keys)
                 except Exception as exc:
                     found = [exc] * len(keys)
                 for key, value in zip(keys, found, strict=True):
@@ -459,12 +481,17 @@ class Gathered(Generic[K, V]):
                 future.cancel()
 
 
-def _players(
+async def _players(
     keys: list[tuple[str, Args]], *, direct: Callable[..., list[bytes | Exception]], primary: bool
 ) -> list[bytes | Exception]:
-    """The bodies of gathered direct reads (:attr:`Read.direct`), in one statement."""
-    with read_connection(primary=primary) as (dbapi, dialect):
-        return direct(dbapi, dialect, [(ladder_id, dict(args)) for ladder_id, args in keys])
+    """The bodies of gathered direct reads (:attr:`Read.direct`), in one statement, in the
+    thread pool (their work is mostly the database's and the rendering's)."""
+
+    def made() -> list[bytes | Exception]:
+        with read_connection(primary=primary) as (dbapi, dialect):
+            return direct(dbapi, dialect, [(ladder_id, dict(args)) for ladder_id, args in keys])
+
+    return await to_thread.run_sync(made)
 
 
 def _settle(
@@ -540,9 +567,11 @@ class ReadPath:
             read.name: settings.cache_control.get(read.name, default).encode("latin-1")
             for read in READS
         }
+        #: PostgreSQL's connections for the validators, on the event loop.
+        self.connections = {primary: LoopConnection(primary=primary) for primary in (False, True)}
         self.validators = {
             primary: Gathered[tuple[str, str | None], versions.State](
-                partial(_read_states_now, primary=primary)
+                partial(_read_states_now, primary=primary, connection=self.connections[primary])
             )
             for primary in (False, True)
         }

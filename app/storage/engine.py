@@ -14,11 +14,14 @@ fails the request instead of holding it.
 from __future__ import annotations
 
 import ast
+import asyncio
 import fcntl
+import functools
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+import weakref
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -50,6 +53,7 @@ _engines: dict[str, Engine] = {}
 _factories: dict[int, sessionmaker[Session]] = {}
 _writer_locks: dict[int, threading.Lock] = {}
 _writer_files: dict[int, int] = {}
+_loop_connections: weakref.WeakSet[LoopConnection] = weakref.WeakSet()
 _lock = threading.Lock()
 
 
@@ -150,9 +154,31 @@ class BoundedConnection(psycopg.Connection[Any]):
             return super().wait(gen, interval, bound)
         except psycopg.errors._WaitTimeout:  # psycopg's own, raised by its wait functions
             self.close()
-            raise psycopg.OperationalError(
-                f"no reply from the database within {bound:g} s; connection closed"
-            ) from None
+            raise _no_reply(bound) from None
+
+
+class BoundedAsyncConnection(psycopg.AsyncConnection[Any]):
+    """:class:`BoundedConnection` for the event loop (``LoopConnection``). The bound is
+    psycopg's own wait timeout, not a cancellation of the waiting task: cancelled, psycopg
+    would first try to cancel the query on the server and wait for it, up to 10 s more."""
+
+    reply_timeout_s: float | None = None
+
+    async def wait(self, gen: PQGen[RV], interval: float = 0.1, timeout: float | None = None) -> RV:
+        bound = self.reply_timeout_s
+        if bound is None or timeout is not None:
+            return await super().wait(gen, interval, timeout)
+        try:
+            return await super().wait(gen, interval, bound)
+        except psycopg.errors._WaitTimeout:
+            await self.close()
+            raise _no_reply(bound) from None
+
+
+def _no_reply(bound: float) -> psycopg.OperationalError:
+    return psycopg.OperationalError(
+        f"no reply from the database within {bound:g} s; connection closed"
+    )
 
 
 def reply_timeout_s(statement_timeout_ms: int, settings: Settings) -> float | None:
@@ -263,8 +289,11 @@ def get_engine(url: str | None = None) -> Engine:
 
 
 def dispose_engines() -> None:
-    """Close every pooled connection (tests, and workers after a fork)."""
+    """Close every pooled connection and every :class:`LoopConnection`'s (tests, and
+    workers after a fork)."""
     with _lock:
+        for loop_connection in list(_loop_connections):
+            loop_connection.close()
         for engine in _engines.values():
             engine.dispose()
         _engines.clear()
@@ -339,6 +368,72 @@ def on_replica(session: Session) -> bool:
     return bool(session.info.get(ON_REPLICA))
 
 
+def read_url(*, primary: bool = False) -> str:
+    """The URL of the read database: the replica's when there is one, unless ``primary``."""
+    settings = get_settings()
+    if primary or not settings.read_database_url:
+        return settings.database_url
+    return settings.read_database_url
+
+
+@functools.cache
+def on_postgres(url: str) -> bool:
+    """Whether ``url`` names a PostgreSQL database (asked for every statement: kept)."""
+    return make_url(normalize_url(url)).get_backend_name() == "postgresql"
+
+
+class LoopConnection:
+    """PostgreSQL's single read statements on the event loop, without a thread: one
+    autocommit psycopg ``AsyncConnection`` to the read database (:func:`read_url`), opened
+    when first used on an event loop and again after a failure. A worker's thread hand-off
+    for a statement costs more than the statement, and its threads then contend with the
+    event loop for the interpreter; here the loop sends the statement and goes on serving.
+
+    One statement at a time (its user, :class:`app.api.reads.Gathered`, sends one at a
+    time; psycopg would queue another). Bounded as the pool's connections are: libpq's
+    connect timeout and TCP settings, the statement timeout, and the reply bound
+    (:class:`BoundedAsyncConnection`) after which it is closed. A failure comes out as SQLAlchemy's
+    ``OperationalError``, as from a session, and the next statement connects anew."""
+
+    def __init__(self, *, primary: bool) -> None:
+        self.primary = primary
+        self._connection: BoundedAsyncConnection | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        with _lock:
+            _loop_connections.add(self)
+
+    async def run(self, statement: Callable[[psycopg.AsyncConnection[Any]], Awaitable[RV]]) -> RV:
+        try:
+            return await statement(await self._connected())
+        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            self.close()
+            raise _as_sqlalchemy(exc, psycopg) from exc
+
+    async def _connected(self) -> BoundedAsyncConnection:
+        loop = asyncio.get_running_loop()
+        if self._connection is not None and (self._loop is not loop or self._connection.closed):
+            self.close()  # a new event loop (a test client's), or a connection that failed
+        if self._connection is None:
+            settings = get_settings()
+            url = make_url(normalize_url(read_url(primary=self.primary)))
+            conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
+            connection = await BoundedAsyncConnection.connect(
+                conninfo, autocommit=True, **_postgres_connect_args(settings)
+            )
+            connection.reply_timeout_s = reply_timeout_s(settings.statement_timeout_ms, settings)
+            self._connection, self._loop = connection, loop
+        return self._connection
+
+    def close(self) -> None:
+        """Close the connection at once (libpq's own close: it needs no event loop)."""
+        connection, self._connection = self._connection, None
+        if connection is not None and not connection.closed:
+            connection.pgconn.finish()
+
+    def __del__(self) -> None:  # an app dropped (a test's) takes its connection with it
+        self.close()
+
+
 @contextmanager
 def read_connection(*, primary: bool = False) -> Iterator[tuple[Any, str]]:
     """A pooled DB-API connection of the read database (as :func:`read_session_factory`
@@ -347,8 +442,7 @@ def read_connection(*, primary: bool = False) -> Iterator[tuple[Any, str]]:
     is the settings' (``BoundedConnection``). A driver's ``OperationalError`` comes out as
     SQLAlchemy's, as from a session, and the connection is dropped from the pool."""
     settings = get_settings()
-    url = None if primary or not settings.read_database_url else settings.read_database_url
-    engine = get_engine(url)
+    engine = get_engine(read_url(primary=primary))
     driver = engine.dialect.loaded_dbapi
     lost = (driver.OperationalError, driver.InterfaceError)
     try:

@@ -32,12 +32,15 @@ import random
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from functools import cache
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sqlalchemy import Executable, String, bindparam, func, select, text
 from sqlalchemy.orm import Session
 
 from app.domain.times import utc
+
+if TYPE_CHECKING:
+    import psycopg
 from app.storage.models import Ladder, LadderVersion
 
 #: Rows a ladder's version is spread over.
@@ -160,8 +163,7 @@ def read_states(
     cursor = dbapi_connection.cursor()
     try:
         if dialect == "postgresql":
-            ladder_ids = [ladder_id for ladder_id, _ in pairs]
-            cursor.execute(STATE_SQL[dialect], (ladder_ids, [key for _, key in pairs]))
+            cursor.execute(STATE_SQL[dialect], _arrays(pairs))
             return [_state(row) for row in cursor.fetchall()]
         states = []
         for pair in pairs:
@@ -170,6 +172,19 @@ def read_states(
         return states
     finally:
         cursor.close()
+
+
+async def read_states_async(
+    connection: psycopg.AsyncConnection[Any], pairs: Sequence[tuple[str, str | None]]
+) -> list[State]:
+    """:func:`read_states` on PostgreSQL, on the event loop (``LoopConnection``)."""
+    cursor = await connection.execute(STATE_SQL["postgresql"], _arrays(pairs))
+    return [_state(row) for row in await cursor.fetchall()]
+
+
+def _arrays(pairs: Sequence[tuple[str, str | None]]) -> tuple[list[str], list[str | None]]:
+    """PostgreSQL's parameters of :data:`STATE_SQL`: the ladder ids, and the key digests."""
+    return [ladder_id for ladder_id, _ in pairs], [key for _, key in pairs]
 
 
 def read_state(dbapi_connection: Any, dialect: str, ladder_id: str, key_hash: str | None) -> State:

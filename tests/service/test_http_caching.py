@@ -282,9 +282,9 @@ def test_concurrent_reads_share_one_validator_statement(
     rounds: list[list[tuple[str, str | None]]] = []
     original = reads._read_states
 
-    def noting(pairs: list[tuple[str, str | None]], *, primary: bool) -> Any:
+    async def noting(pairs: list[tuple[str, str | None]], **where: Any) -> Any:
         rounds.append(list(pairs))
-        return original(pairs, primary=primary)
+        return await original(pairs, **where)
 
     monkeypatch.setattr(reads, "_read_states", noting)
     app = seeded.app
@@ -373,10 +373,10 @@ def test_a_failed_validator_statement_fails_its_reads_alone(
     original = reads._read_states
     failures = [OperationalError("SELECT", {}, Exception("the server went away"))]
 
-    def failing_once(pairs: list[tuple[str, str | None]], *, primary: bool) -> Any:
+    async def failing_once(pairs: list[tuple[str, str | None]], **where: Any) -> Any:
         if failures:
             raise failures.pop()
-        return original(pairs, primary=primary)
+        return await original(pairs, **where)
 
     monkeypatch.setattr(reads, "_read_states", failing_once)
     app = seeded.app
