@@ -28,12 +28,16 @@ def test_a_quiet_probe_reports_its_longest_wait() -> None:
     assert math.isfinite(worst) and worst >= 0
 
 
-def test_session_groups_are_off_only_inside(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    setting = tmp_path / "sched_autogroup_enabled"
-    setting.write_text("1\n")
-    monkeypatch.setattr(scheduling, "AUTOGROUP", setting)
+@pytest.fixture
+def setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The kernel's switch, as a file the test owns, on."""
+    switch = tmp_path / "sched_autogroup_enabled"
+    switch.write_text("1\n")
+    monkeypatch.setattr(scheduling, "AUTOGROUP", switch)
+    return switch
+
+
+def test_session_groups_are_off_only_inside(setting: Path) -> None:
     with scheduling.without_session_groups(True) as state:
         assert state == "off"
         assert scheduling.autogroup() == "off"
@@ -45,12 +49,7 @@ def test_session_groups_are_off_only_inside(
         assert state == "absent"
 
 
-def test_session_groups_are_restored_after_a_failure(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    setting = tmp_path / "sched_autogroup_enabled"
-    setting.write_text("1\n")
-    monkeypatch.setattr(scheduling, "AUTOGROUP", setting)
+def test_session_groups_are_restored_after_a_failure(setting: Path) -> None:
     with pytest.raises(RuntimeError), scheduling.without_session_groups(True):
         raise RuntimeError("the run failed")
     assert scheduling.autogroup() == "on"
