@@ -246,18 +246,23 @@ def widen(rating: Rating, tau: float) -> Rating:
     return Rating(rating.mu, math.sqrt(rating.sigma * rating.sigma + tau * tau))
 
 
-def age(rating: Rating, tau_per_day: float, days: float) -> Rating:
+def age(rating: Rating, tau_per_day: float, days: float, *, ceiling: float | None = None) -> Rating:
     """Widen a Bayesian belief for time away: variance grows by tau_per_day^2 * days.
 
     ``rating-models.md`` section 4: applied before a match, in addition to the per-match
     tau, for the days since the player's previous match. Negative ``days`` (a match
-    reported out of order) widen nothing.
+    reported out of order) widen nothing. With a ``ceiling`` (Glicko-2's prior deviation:
+    Glicko's own rule, RD = min(sqrt(RD^2 + c^2 t), RD_0)) time away widens sigma up to it
+    and no further, and never narrows a sigma already above it.
     """
     check_finite("days", days)
     check_positive("tau_per_day", tau_per_day, allow_zero=True)
     if tau_per_day == 0.0 or days <= 0.0:
         return rating
-    return Rating(rating.mu, math.sqrt(rating.sigma * rating.sigma + tau_per_day**2 * days))
+    sigma = math.sqrt(rating.sigma * rating.sigma + tau_per_day**2 * days)
+    if ceiling is not None:
+        sigma = min(sigma, max(rating.sigma, ceiling))
+    return Rating(rating.mu, sigma)
 
 
 class RatingModel(Protocol):

@@ -80,6 +80,7 @@ from app.rating.base import (
     Teams,
     VolatileRating,
     Weights,
+    age,
     check_finite,
     check_positive,
     check_teams,
@@ -186,6 +187,13 @@ def _new(mu: float, sigma: float, volatility: float) -> VolatileRating:
     r: VolatileRating = _new_tuple(VolatileRating, (mu, sigma))
     r._volatility = volatility
     return r
+
+
+def _bounded(r: float) -> float:
+    """A new rating kept within +-``MAX_ABS_RATING``, the range every rating input takes, so
+    that whatever a model computed can be rated again (only absurd parameters and seeds,
+    such as deviations of 1e6 over centuries, ever reach it)."""
+    return -MAX_ABS_RATING if r < -MAX_ABS_RATING else MAX_ABS_RATING if r > MAX_ABS_RATING else r
 
 
 def _g(phi2: float) -> float:
@@ -362,16 +370,22 @@ class Glicko2:
         """The leaderboard's conservative rating r - k RD, k = ``conservative_k``."""
         return rating.mu - self._conservative_k * rating.sigma
 
+    @property
+    def deviation_ceiling(self) -> float:
+        """The largest deviation time away gives a rating: a new player's, RD_0 (Glicko's
+        own cap; a seeded deviation above it is kept, never widened)."""
+        return self._deviation
+
     def age(self, rating: Rating, days: float) -> VolatileRating:
-        """The rating after ``days`` away: RD^2 grows by deviation_per_day^2 * days.
+        """The rating after ``days`` away: RD^2 grows by deviation_per_day^2 * days, up to
+        ``deviation_ceiling`` (``app.rating.base.age``).
 
         Negative ``days`` (a match reported out of order) change nothing but the type.
         """
         days = check_finite("days", days)
         r, rd, vol = self._unpack("rating", rating)
-        if self._deviation_per_day > 0.0 and days > 0.0:
-            rd = _sqrt(rd * rd + self._deviation_per_day**2 * days)
-        return _new(r, rd, vol)
+        aged = age(Rating(r, rd), self._deviation_per_day, days, ceiling=self._deviation)
+        return _new(r, aged.sigma, vol)
 
     # ------------------------------------------------------------------ updates
 
@@ -413,11 +427,12 @@ class Glicko2:
     ) -> VolatileRating:
         """Steps 5 to 8 from the period's information I and score S (module docstring)."""
         if not played:
-            return _new(r, SCALE * _sqrt(phi2 + vol * vol), vol)
+            rd = SCALE * _sqrt(phi2)
+            return _new(r, min(SCALE * _sqrt(phi2 + vol * vol), max(rd, self._deviation)), vol)
         new_vol = _new_volatility(vol, phi2, info, score, self._tau)
         phi_star2 = phi2 + new_vol * new_vol
         phi_new2 = phi_star2 / (1.0 + phi_star2 * info)
-        return _new(r + SCALE * phi_new2 * score, SCALE * _sqrt(phi_new2), new_vol)
+        return _new(_bounded(r + SCALE * phi_new2 * score), SCALE * _sqrt(phi_new2), new_vol)
 
     def rate_1vs1(
         self, winner: Rating, loser: Rating, drawn: bool = False
@@ -457,13 +472,13 @@ class Glicko2:
         vol = _new_volatility(va, phi2a, info, score, tau)
         star = phi2a + vol * vol
         phi_new2 = star / (1.0 + star * info)
-        new_a = _new(ra + SCALE * phi_new2 * score, SCALE * _sqrt(phi_new2), vol)
+        new_a = _new(_bounded(ra + SCALE * phi_new2 * score), SCALE * _sqrt(phi_new2), vol)
         info = gb * gb * evb
         score = gb * ((1.0 - s) - eb)
         vol = _new_volatility(vb, phi2b, info, score, tau)
         star = phi2b + vol * vol
         phi_new2 = star / (1.0 + star * info)
-        new_b = _new(rb + SCALE * phi_new2 * score, SCALE * _sqrt(phi_new2), vol)
+        new_b = _new(_bounded(rb + SCALE * phi_new2 * score), SCALE * _sqrt(phi_new2), vol)
         return new_a, new_b
 
     def rate(

@@ -194,7 +194,8 @@ def replay(
 
     Before each match every participant of a Bayesian model (not Elo, whose tables carry
     sigma 0.0) is aged by ``age(rating, tau_per_day, day - last_day)`` (no ageing for a
-    player who never played: ``last_day`` NaN). The inputs are never changed.
+    player who never played: ``last_day`` NaN; Glicko-2's deviation up to its prior's,
+    ``Glicko2.age``). The inputs are never changed.
 
     Matches that share no player are independent, so for the three core models the
     matches are grouped into waves (a match's wave is one more than the latest wave of any
@@ -271,6 +272,8 @@ def _replay_one_by_one(
     new volatility in ``vol_t``."""
     size = mu_t.shape[0]
     ageing = model.name != "elo" and tau_per_day > 0.0
+    # Glicko-2 widens a deviation for time away up to the prior's, as Glicko does.
+    ceiling = model.rating().sigma if vol_t is not None else None
     before_mu: list[float] = []
     before_sigma: list[float] = []
     start_sigma: list[float] = []
@@ -295,7 +298,7 @@ def _replay_one_by_one(
                 if ageing:
                     last = float(day_t[p])
                     if not math.isnan(last):
-                        r = age(r, tau_per_day, day - last)
+                        r = age(r, tau_per_day, day - last, ceiling=ceiling)
                 start_sigma.append(r.sigma)
                 if vol_t is not None:
                     vol = float(vol_t[p])

@@ -183,6 +183,38 @@ def test_time_away_grows_the_deviation_per_day() -> None:
     assert Glicko2().age(g.rating(1600.0, 60.0), 100.0).sigma == 60.0
 
 
+def test_time_away_widens_the_deviation_up_to_a_new_players() -> None:
+    # Glicko's own rule: RD = min(sqrt(RD^2 + c^2 t), RD_0); a seeded RD above RD_0 stays.
+    g = Glicko2(deviation=300.0, deviation_per_day=5.0)
+    assert g.deviation_ceiling == 300.0
+    assert g.age(g.rating(1600.0, 60.0, 0.07), 36.0).sigma == math.sqrt(60.0**2 + 25.0 * 36.0)
+    assert g.age(g.rating(1600.0, 60.0, 0.07), 1e6).sigma == 300.0
+    assert g.age(g.rating(1600.0, 400.0, 0.07), 1e6).sigma == 400.0
+    # An empty period (weight 0) is capped the same way.
+    idle = g.rate([[g.rating(1600.0, 299.99, 0.5)], [g.rating()]], weights=[[0.0], [1.0]])
+    assert idle[0][0].sigma == 300.0
+    # A replay ages with the same ceiling.
+    result = replay(
+        g,
+        [1600.0, 1500.0],
+        [60.0, 60.0],
+        [ReplayMatch(teams=[[0], [1]], day=0.0), ReplayMatch(teams=[[0], [1]], day=1e6)],
+        tau_per_day=5.0,
+    )
+    assert list(result.start_sigma[2:]) == [300.0, 300.0]
+
+
+def test_a_new_rating_stays_within_the_range_every_input_takes() -> None:
+    # The largest deviation over a long absence and a rating at the edge of the range: the
+    # update would leave +-1e12, where no later match or query could take it.
+    g = Glicko2(deviation=MAX_LENGTH, deviation_per_day=MAX_LENGTH)
+    alice, bob = g.rating(1e12, MAX_LENGTH, 1.0), g.rating(-1e12, MAX_LENGTH, 1.0)
+    for winner, loser in ((bob, alice), (alice, bob)):
+        for new in (*g.rate_1vs1(winner, loser), *(t[0] for t in g.rate([[winner], [loser]]))):
+            assert abs(new.mu) <= 1e12
+            g.rate_1vs1(new, g.rating())  # accepted again
+
+
 def test_two_team_win_probability_is_glickmans_expected_outcome() -> None:
     g = Glicko2()
     a, b = g.rating(1700.0, 80.0), g.rating(1500.0, 150.0)
