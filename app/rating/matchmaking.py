@@ -20,9 +20,11 @@ floor(n / k).
   ``SEARCH_SEED``), keeping the best. The answer is a function of the pool, the team
   count and the model.
 
-For the three core models the search ranks candidates by log q computed from team sums
-with numpy (``GaussianObjective``: team sums, or team means for Elo); any other model is
-searched through ``model.quality`` itself.
+For every model of the service the search ranks candidates by log q computed from team
+sums with numpy (``GaussianObjective``: team sums; team means for Elo, and for Glicko-2
+with a beta that follows the teams' deviations), so a pool of 256 takes well under a
+second whatever the ladder's algorithm; any other model is searched through
+``model.quality`` itself.
 Either way the reported quality is ``model.quality`` of the returned split.
 """
 
@@ -71,6 +73,9 @@ KICK_SWAPS = 2
 MIN_KICKS = 8
 MAX_KICKS = 64
 KICK_WORK = 1_000_000
+
+#: Glicko-2's 3 / pi^2, of g(phi) = 1 / sqrt(1 + 3 phi^2 / pi^2).
+_G3 = 3.0 / (math.pi * math.pi)
 
 FloatArray = npt.NDArray[np.float64]
 LabelArray = npt.NDArray[np.int8]
@@ -173,19 +178,34 @@ class GaussianObjective:
     ``entrants`` (Elo): each team plays as one entrant rated by its mean R_j = m_j / n_j
     with performance N(R_j, beta^2) (``quality.entrant_quality``), so
     log q = -sum_j (R_j - R_bar)^2 / (2 beta^2) with R_bar the plain mean of the R_j.
+
+    ``deviations`` (Glicko-2, with ``entrants``): the same entrants, with beta^2 itself a
+    function of the teams (``Glicko2.quality``): beta^2 = ``beta2`` (1 + 3 phi_c^2 / pi^2),
+    where ``var`` holds each player's phi^2 (internal scale), a team's phi^2 is its mean
+    s_j / n_j, and phi_c^2 is their sum for two teams, twice their mean for more.
     """
 
     mu: FloatArray
     var: FloatArray
     beta2: float
     entrants: bool = False
+    deviations: bool = False
+
+    def entrant_beta2(self, phi2_total: FloatArray | float, k: int) -> FloatArray | float:
+        """beta^2 of the entrants for the sum over the teams of their mean phi^2 (a
+        constant but with ``deviations``)."""
+        if not self.deviations:
+            return self.beta2
+        combined = phi2_total if k == 2 else 2.0 * phi2_total / k
+        return self.beta2 * (1.0 + _G3 * combined)
 
     def log_quality(self, m: FloatArray, s: FloatArray, n: FloatArray) -> FloatArray:
         """log q for team sums along the last axis (m, s, n broadcast together)."""
         if self.entrants:
             r = m / n
             centred = r - r.mean(axis=-1, keepdims=True)
-            entrant: FloatArray = -0.5 * (centred * centred).sum(axis=-1) / self.beta2
+            beta2 = self.entrant_beta2((s / n).sum(axis=-1), m.shape[-1])
+            entrant: FloatArray = -0.5 * (centred * centred).sum(axis=-1) / beta2
             return entrant
         b = self.beta2 * n
         v = b + s
@@ -208,10 +228,13 @@ def gaussian_objective(model: RatingModel, pool: Sequence[Rating]) -> GaussianOb
 
     TrueSkill and the Weng-Lin models: their ``beta`` and every player's sigma. Elo: its
     ``quality_beta``, sigma 0 and teams as entrants rated by their means (``Elo.quality``).
-    A subclass may redefine quality, so only these exact classes qualify.
+    Glicko-2: entrants rated by their mean ratings, with a beta that grows with the teams'
+    deviations (``Glicko2.quality``). A subclass may redefine quality, so only these exact
+    classes qualify.
     """
     from app.rating.bradley_terry import BradleyTerryFull, BradleyTerryPart
     from app.rating.elo import Elo
+    from app.rating.glicko2 import SCALE, Glicko2
     from app.rating.plackett_luce import PlackettLuce
     from app.rating.thurstone_mosteller import ThurstoneMostellerFull, ThurstoneMostellerPart
     from app.rating.trueskill import TrueSkill
@@ -231,6 +254,15 @@ def gaussian_objective(model: RatingModel, pool: Sequence[Rating]) -> GaussianOb
     elif type(model) is Elo:
         beta = model.quality_beta
         return GaussianObjective(mu=mu, var=np.zeros(len(pool)), beta2=beta * beta, entrants=True)
+    elif type(model) is Glicko2:
+        phi = np.array([r.sigma for r in pool], dtype=float) / SCALE
+        return GaussianObjective(
+            mu=mu,
+            var=phi * phi,
+            beta2=4.0 * SCALE * SCALE / math.pi,
+            entrants=True,
+            deviations=True,
+        )
     else:
         return None
     return GaussianObjective(mu=mu, var=var, beta2=beta * beta)
@@ -481,20 +513,37 @@ def _swap_candidates(
     k = m.shape[0]
     if objective.entrants and k == 2:
         # Two entrants: log q = -(R_0 - R_1)^2 / (4 beta^2), and a swap moving mu_b - mu_a
-        # from team 1 to team 0 adds (mu_b - mu_a)(1/n_0 + 1/n_1) to R_0 - R_1.
+        # from team 1 to team 0 adds (mu_b - mu_a)(1/n_0 + 1/n_1) to R_0 - R_1 (and, for
+        # Glicko-2, var_b - var_a to the sum of team 0's deviations).
         in_0 = np.flatnonzero(lab == 0)
         in_1 = np.flatnonzero(lab == 1)
         dm = objective.mu[in_1][None, :] - objective.mu[in_0][:, None]
         d = (m[0] / n[0] - m[1] / n[1]) + dm.ravel() * (1.0 / n[0] + 1.0 / n[1])
-        entrant: FloatArray = -0.25 * d * d / objective.beta2
+        beta2: FloatArray | float = objective.beta2
+        if objective.deviations:
+            dv = (objective.var[in_1][None, :] - objective.var[in_0][:, None]).ravel()
+            beta2 = objective.entrant_beta2((s[0] + dv) / n[0] + (s[1] - dv) / n[1], 2)
+        entrant: FloatArray = -0.25 * d * d / beta2
         return entrant, np.repeat(in_0, in_1.size), np.tile(in_1, in_0.size)
     if objective.entrants:
         a_idx, b_idx = np.nonzero(lab[:, None] < lab[None, :])
         ti, tj = lab[a_idx], lab[b_idx]
         # Swapping a (team i) and b (team j) moves mu_b - mu_a from team j to team i.
         delta = objective.mu[b_idx] - objective.mu[a_idx]
+        delta_v = objective.var[b_idx] - objective.var[a_idx]
         values = _entrant_values(
-            objective, m, n, ti, tj, m[ti] + delta, n[ti], m[tj] - delta, n[tj]
+            objective,
+            m,
+            s,
+            n,
+            ti,
+            tj,
+            m[ti] + delta,
+            s[ti] + delta_v,
+            n[ti],
+            m[tj] - delta,
+            s[tj] - delta_v,
+            n[tj],
         )
         return values, a_idx, b_idx
     if k == 2:
@@ -557,7 +606,18 @@ def _best_move(
     if objective.entrants:
         ti = lab[:, None]
         values = _entrant_values(
-            objective, m, n, ti, team_j, m[ti] - mu, n[ti] - 1.0, m[team_j] + mu, n[team_j] + 1.0
+            objective,
+            m,
+            s,
+            n,
+            ti,
+            team_j,
+            m[ti] - mu,
+            s[ti] - var,
+            n[ti] - 1.0,
+            m[team_j] + mu,
+            s[team_j] + var,
+            n[team_j] + 1.0,
         )
         mask = np.broadcast_to(big[:, None], values.shape)
         return _pick_best(values, mask, "move", lambda col: int(small_teams[col]))
@@ -653,18 +713,21 @@ def _pick_best(
 def _entrant_values(
     objective: GaussianObjective,
     m: FloatArray,
+    s: FloatArray,
     n: FloatArray,
     team_i: npt.NDArray[np.intp],
     team_j: npt.NDArray[np.intp],
     new_m_i: FloatArray,
+    new_s_i: FloatArray,
     new_n_i: FloatArray,
     new_m_j: FloatArray,
+    new_s_j: FloatArray,
     new_n_j: FloatArray,
 ) -> FloatArray:
     """log q (``entrants``) of candidates that give teams i and j new sums and sizes, from
     totals over the teams with the two old terms replaced: with R centred on the current
     mean rating c (so the quadratic form loses no precision to cancellation),
-    log q = -(sum R^2 - (sum R)^2 / k) / (2 beta^2)."""
+    log q = -(sum R^2 - (sum R)^2 / k) / (2 beta^2), beta^2 from the new deviations."""
     k = m.shape[0]
     r = m / n
     c = float(r.mean())
@@ -674,7 +737,12 @@ def _entrant_values(
     rj = new_m_j / new_n_j - c
     t1 = s1 - rc[team_i] - rc[team_j] + ri + rj
     t2 = s2 - rc[team_i] ** 2 - rc[team_j] ** 2 + ri * ri + rj * rj
-    values: FloatArray = -0.5 * (t2 - t1 * t1 / k) / objective.beta2
+    beta2: FloatArray | float = objective.beta2
+    if objective.deviations:
+        p = s / n
+        total = float(p.sum()) - p[team_i] - p[team_j] + new_s_i / new_n_i + new_s_j / new_n_j
+        beta2 = objective.entrant_beta2(total, k)
+    values: FloatArray = -0.5 * (t2 - t1 * t1 / k) / beta2
     return values
 
 

@@ -16,6 +16,7 @@ import pytest
 from app.rating.base import Rating, RatingInputError
 from app.rating.bradley_terry import BradleyTerryPart
 from app.rating.elo import Elo
+from app.rating.glicko2 import Glicko2
 from app.rating.matchmaking import (
     EXACT_MAX_PLAYERS,
     Split,
@@ -40,6 +41,7 @@ MODELS: dict[str, Any] = {
     "thurstone_mosteller_full": ThurstoneMostellerFull(),
     "elo": Elo(),
     "elo_gaussian": Elo(model="gaussian", beta=150.0),
+    "glicko2": Glicko2(),
 }
 
 
@@ -74,6 +76,8 @@ class Spread:
 def pool_for(model: Any, n: int, rng: random.Random) -> list[Rating]:
     if isinstance(model, Elo):
         return [Rating(rng.gauss(1500.0, 250.0), 0.0) for _ in range(n)]
+    if isinstance(model, Glicko2):
+        return [Rating(rng.gauss(1500.0, 300.0), rng.uniform(30.0, 350.0)) for _ in range(n)]
     return [Rating(rng.gauss(25.0, 8.0), rng.uniform(0.5, 25.0 / 3.0)) for _ in range(n)]
 
 
@@ -313,7 +317,7 @@ def test_heuristic_gives_a_valid_split(name: str, n: int, k: int) -> None:
     assert split.quality >= model.quality(drafted)
 
 
-@pytest.mark.parametrize("name", ["trueskill", "elo", "elo_gaussian"])
+@pytest.mark.parametrize("name", ["trueskill", "elo", "elo_gaussian", "glicko2"])
 def test_heuristic_is_a_local_optimum_for_swaps_and_moves(name: str) -> None:
     model = MODELS[name]
     for n, k in [(13, 2), (14, 3), (17, 4)]:
@@ -347,9 +351,10 @@ def test_heuristic_through_model_quality_matches_the_fast_search() -> None:
         fast = heuristic_split(TrueSkill(), pool, k, kicks=0)
         assert generic.quality == pytest.approx(fast.quality, rel=1e-9)
     assert delegating.calls > 0
-    for elo in (Elo(), Elo(model="gaussian", beta=150.0)):
-        # Elo's teams are entrants rated by their means: the fast search's candidate values
-        # (swaps, and moves between the uneven teams of 13 and 14) are that quality.
+    for elo in (Elo(), Elo(model="gaussian", beta=150.0), Glicko2()):
+        # Elo's and Glicko-2's teams are entrants rated by their means (Glicko-2's beta
+        # grows with the teams' deviations): the fast search's candidate values (swaps,
+        # and moves between the uneven teams of 13 and 14) are that quality.
         for n, k in [(13, 2), (14, 3)]:
             pool = pool_for(elo, n, rng)
             generic = heuristic_split(Delegating(elo), pool, k, kicks=0)  # type: ignore[arg-type]

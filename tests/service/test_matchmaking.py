@@ -16,7 +16,7 @@ from app.services import auth
 from app.storage.engine import get_engine, session_factory
 from tests.service.helpers import assert_problem, create_ladder, post_match, table_counts
 
-ALGORITHMS = ["trueskill", "plackett_luce", "elo"]
+ALGORITHMS = ["trueskill", "plackett_luce", "elo", "glicko2"]
 
 
 def _play_some_matches(client: TestClient, ladder: str) -> None:
@@ -69,6 +69,24 @@ def test_the_split_is_the_cores_with_unknown_players_at_the_prior(
     quality = client.post("/v1/ladders/l/quality", json={"teams": got["teams"]}).json()
     assert got["quality"] == pytest.approx(quality["quality"], rel=1e-12)
     assert table_counts(database_url) == before  # nothing written, not even the new players
+
+
+@pytest.mark.parametrize("teams", [2, 8, 64])
+def test_glicko2_splits_the_largest_pool_with_the_heuristic(client: TestClient, teams: int) -> None:
+    # Glicko-2's quality has a fast team-sum form like the others, so the largest pool the
+    # contract takes is split by the heuristic's vectorised search, not model by model.
+    create_ladder(client, "g", algorithm="glicko2")
+    _play_some_matches(client, "g")
+    players = ["a", "b", "c", "d", "e", "f"] + [f"p{i:03}" for i in range(250)]
+    model = make_model("glicko2")
+    pool = [_stored(client, "g", p) if p in "abcdef" else model.rating() for p in players]
+
+    got = _matchmake(client, "g", {"players": players, "teams": teams})
+
+    expected = balanced_split(model, pool, teams)
+    assert got["exact"] is False
+    assert got["teams"] == [[players[i] for i in team] for team in expected.teams]
+    assert got["quality"] == pytest.approx(expected.quality, rel=1e-12)
 
 
 def test_new_players_of_a_fresh_ladder_are_all_equal(client: TestClient) -> None:
