@@ -14,6 +14,7 @@ from sqlalchemy import exc as sqlalchemy_exc
 from sqlalchemy.exc import DisconnectionError, IntegrityError, InterfaceError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.api.logs import redacted_path
 from app.rating.base import RatingInputError
 
 
@@ -217,7 +218,8 @@ async def _integrity_error(request: Request, exc: Exception) -> Response:
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
-    _log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    path = redacted_path(request.url.path)
+    _log.error("unhandled error on %s %s", request.method, path, exc_info=exc)
     return problem_response(
         status=500,
         type_="/problems/internal",

@@ -299,12 +299,20 @@ class BodyCache:
     """The bodies of the reads a worker answered, by read, arguments and validator, the
     least recently used dropped first once they pass ``max_bytes``. A validator changes
     with every change of its ladder, so a body kept is never stale: it is found only by
-    a request of the same ladder state. Shared by the worker's threads."""
+    a request of the same ladder state. Shared by the worker's threads.
+
+    A ladder's bodies are kept for its newest state only: a body of a newer state drops
+    those of the older ones (and one of an older state is not kept), so what a change
+    removed (an erased player's card) leaves the worker's memory as soon as it serves the
+    ladder again, not when the bytes run out."""
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self._bodies: OrderedDict[Hashable, bytes] = OrderedDict()
         self._bytes = 0
+        #: Per ladder: the state whose bodies are kept, and their keys.
+        self._states: dict[str, tuple[tuple[int, int], set[Hashable]]] = {}
+        self._ladder_of: dict[Hashable, str] = {}
         self._lock = threading.Lock()
 
     def get(self, key: Hashable) -> bytes | None:
@@ -314,23 +322,62 @@ class BodyCache:
                 self._bodies.move_to_end(key)
             return body
 
-    def put(self, key: Hashable, body: bytes) -> None:
+    def put(
+        self, key: Hashable, body: bytes, *, ladder_id: str | None = None, tag: str = ""
+    ) -> None:
+        """Keep ``body`` under ``key``; with ``ladder_id``, as a body of the ladder's state
+        named by its validator ``tag``."""
         if len(body) > self.max_bytes:
             return
         with self._lock:
-            old = self._bodies.pop(key, None)
-            if old is not None:
-                self._bytes -= len(old)
+            if ladder_id is not None and not self._newest_state(ladder_id, tag):
+                return
+            self._drop(key)
+            if ladder_id is not None:
+                self._states[ladder_id][1].add(key)
+                self._ladder_of[key] = ladder_id
             self._bodies[key] = body
             self._bytes += len(body)
             while self._bytes > self.max_bytes:
-                _, dropped = self._bodies.popitem(last=False)
-                self._bytes -= len(dropped)
+                self._drop(next(iter(self._bodies)))
+
+    def _newest_state(self, ladder_id: str, tag: str) -> bool:
+        """Whether ``tag`` names the ladder's newest state seen; a newer one than before
+        drops the bodies of the older."""
+        state = state_order(tag)
+        kept = self._states.get(ladder_id)
+        if kept is not None and kept[0] > state:
+            return False
+        if kept is None or kept[0] < state:
+            for old in list(kept[1]) if kept is not None else ():
+                self._drop(old)
+            self._states[ladder_id] = (state, set())
+        return True
+
+    def _drop(self, key: Hashable) -> None:
+        old = self._bodies.pop(key, None)
+        if old is not None:
+            self._bytes -= len(old)
+        ladder_id = self._ladder_of.pop(key, None)
+        if ladder_id is not None:
+            self._states[ladder_id][1].discard(key)
 
     def clear(self) -> None:
         with self._lock:
             self._bodies.clear()
+            self._states.clear()
+            self._ladder_of.clear()
             self._bytes = 0
+
+
+def state_order(tag: str) -> tuple[int, int]:
+    """A ladder validator (``versions.etag``: creation and version in hex) as numbers that
+    order its states: a later creation, then a higher version, is newer."""
+    created, _, version = tag.strip('"').partition("-")
+    try:
+        return int(created, 16), int(version, 16)
+    except ValueError:
+        return (0, 0)
 
 
 def matches_tag(if_none_match: str | None, tag: str) -> bool:
@@ -398,7 +445,7 @@ def serve(
             out = read.service(session=session, ladder=ladder, **dict(args))
         body = (out if isinstance(out, str) else out.model_dump_json()).encode()
         if cache is not None:
-            cache.put(key, body)
+            cache.put(key, body, ladder_id=ladder_id, tag=tag)
     return Answer(tag, body)
 
 
@@ -616,7 +663,9 @@ class ReadPath:
         if read.direct is not None and ladder_id is not None and tag is not None:
             body = await self.direct[read.name, access.primary].get((ladder_id, args))
             if self.cache is not None:
-                self.cache.put(_body_key(read, ladder_id, args, tag), body)
+                self.cache.put(
+                    _body_key(read, ladder_id, args, tag), body, ladder_id=ladder_id, tag=tag
+                )
             return Answer(tag, body)
         work = partial(
             serve,

@@ -13,6 +13,7 @@ import tempfile
 import traceback
 from collections.abc import Callable
 
+from app.api.logs import log_config
 from app.api.metrics import MULTIPROC_ENV
 from app.cli.base import CommandError, database, report_errors, transaction
 from app.config import GC_TUNING_ENV, get_settings
@@ -149,6 +150,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         port=port,
         workers=workers,
         log_level=settings.log_level,
+        log_config=log_config(),
     )
     return 0
 

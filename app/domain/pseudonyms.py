@@ -52,10 +52,12 @@ def pseudonymised_request(
     request: Mapping[str, Any], *, old: str, new: str, seed: Seed | None
 ) -> dict[str, Any]:
     """A stored request (``outcomes.canonical_request``) with ``old`` replaced by ``new``
-    in its teams, and ``seed`` (the rating ``old`` was seeded to before this match, if
-    any) kept for replays. ``meta`` is stored as the client sent it and is left alone."""
+    in its teams and wherever ``meta`` holds it (:func:`pseudonymised_json`), and ``seed``
+    (the rating ``old`` was seeded to before this match, if any) kept for replays."""
     out = dict(request)
     out["teams"] = _renamed(request["teams"], old, new)
+    if out.get("meta") is not None:
+        out["meta"] = pseudonymised_json(out["meta"], old=old, new=new)
     if seed is not None:
         out[SEEDED] = {**request.get(SEEDED, {}), new: _stored(seed)}
     return out
@@ -74,7 +76,31 @@ def pseudonymised_result(document: str, *, old: str, new: str) -> str:
         for player in team["players"]:
             if player["player_id"] == old:
                 player["player_id"] = new
+    if parsed.get("meta") is not None:
+        parsed["meta"] = pseudonymised_json(parsed["meta"], old=old, new=new)
     return jsontext.compact(parsed)
+
+
+def pseudonymised_json(value: Any, *, old: str, new: str) -> Any:
+    """A JSON value (a match's ``meta``, a job's request, result or problem) with the id
+    ``old`` named ``new`` wherever it stands whole: a string or an object key equal to it,
+    and inside text the id quoted as the service quotes ids in its messages (``'old'``,
+    ``"old"``). Free text that mentions the id unquoted cannot be told from other words
+    and is left as it is."""
+    if isinstance(value, str):
+        if value == old:
+            return new
+        for quoted, replacement in ((repr(old), repr(new)), (json.dumps(old), json.dumps(new))):
+            value = value.replace(quoted, replacement)
+        return value
+    if isinstance(value, list):
+        return [pseudonymised_json(item, old=old, new=new) for item in value]
+    if isinstance(value, dict):
+        return {
+            (new if key == old else key): pseudonymised_json(item, old=old, new=new)
+            for key, item in value.items()
+        }
+    return value
 
 
 def seeds_of(request: Mapping[str, Any]) -> dict[str, Seed]:

@@ -3,8 +3,9 @@ the pseudonyms erasure leaves in stored matches.
 
 Erasing removes the player's rating (so their leaderboard entry) and their history, and
 names them by a fresh pseudonym (``app.domain.pseudonyms``) in every stored match, voided
-ones included: the request, the result document and the participants rows. No other
-rating, history row or number changes.
+ones included: the request (its ``meta`` too), the result document and the participants
+rows, and in the ladder's jobs. A rank block fenced at the id merges into the one before
+it (``app.storage.blocks.forget_fences``). No other rating, history row or number changes.
 
 A pseudonym is a transient player of a replay (``app.services.rerate``): its rating before
 the first re-rated match is read from that match's result document (its ``before``), or is
@@ -27,13 +28,14 @@ from app.domain.pseudonyms import (
     Seed,
     is_pseudonym,
     new_pseudonym,
+    pseudonymised_json,
     pseudonymised_request,
     pseudonymised_result,
     seeds_of,
     with_seeds,
 )
 from app.errors import NotFound
-from app.storage import repositories
+from app.storage import blocks, repositories
 from app.storage.models import Ladder
 from app.storage.repositories import MatchRow
 
@@ -75,9 +77,13 @@ def erase_player(*, session: Session, ladder: Ladder, player_id: str) -> Erasure
     repositories.rename_participant(
         session=session, ladder_id=ladder.id, old=player_id, new=pseudonym
     )
+    _pseudonymise_jobs(session, ladder.id, old=player_id, new=pseudonym)
     removed = repositories.delete_player_history(
         session=session, ladder_id=ladder.id, player_id=player_id
     )
+    # The id may stand as a fence of the rank blocks (in any bucket, even one the player
+    # has left): those blocks merge into the ones before them, before the rating goes.
+    blocks.forget_fences(session, ladder_id=ladder.id, player_id=player_id)
     if rating is not None:
         repositories.delete_ratings(session=session, ladder_id=ladder.id, player_ids=[player_id])
     return ErasureResult(
@@ -86,6 +92,18 @@ def erase_player(*, session: Session, ladder: Ladder, player_id: str) -> Erasure
         matches_pseudonymised=len(rows),
         history_entries_removed=removed,
     )
+
+
+def _pseudonymise_jobs(session: Session, ladder_id: str, *, old: str, new: str) -> None:
+    """The ladder's jobs (their requests, results and problems) with ``old`` named ``new``
+    wherever it stands whole (``pseudonyms.pseudonymised_json``)."""
+    rows = []
+    for job_id, *documents in repositories.job_documents(session=session, ladder_id=ladder_id):
+        renamed = [pseudonymised_json(document, old=old, new=new) for document in documents]
+        if renamed != documents:
+            request, result, error = renamed
+            rows.append({"id": job_id, "request": request, "result": result, "error": error})
+    repositories.rewrite_job_documents(session=session, rows=rows)
 
 
 def _seeds_before_matches(changes: Sequence[repositories.ChangeRow]) -> dict[int, Seed]:

@@ -25,7 +25,7 @@ from collections import Counter
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Executable, bindparam, delete, func, insert, select, text
+from sqlalchemy import Executable, bindparam, delete, func, insert, select, text, update
 from sqlalchemy.orm import Session
 from sqlalchemy.types import Float, Integer, String
 
@@ -220,6 +220,53 @@ def _cut_one(
                 for fence, stripe, players in pieces
             ],
         )
+
+
+def forget_fences(session: Session, *, ladder_id: str, player_id: str) -> int:
+    """Merge every block of the ladder fenced at ``player_id`` into the block before it
+    (same bucket), so the id no longer stands anywhere as a fence (an erased player's);
+    the blocks it merged. Counts stay exact: the merged block's range and players join the
+    previous one's (which the next cut splits again, by ids of players still rated).
+
+    Call it before the player's rating is deleted in the same transaction, so the
+    triggers count that deletion in the merged block. On PostgreSQL it takes the ladder's
+    fence lock exclusively first, as a cut does."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(
+            text("SELECT pg_advisory_xact_lock(:lock, hashtext(:ladder_id))"),
+            {"lock": RANK_LOCK, "ladder_id": ladder_id},
+        )
+    buckets = session.scalars(
+        select(RatingBlock.bucket)
+        .where(RatingBlock.ladder_id == ladder_id, RatingBlock.first_id == player_id)
+        .distinct()
+    ).all()
+    for bucket in buckets:
+        _merge_block(session, ladder_id, int(bucket), player_id)
+    return len(buckets)
+
+
+def _merge_block(session: Session, ladder_id: str, bucket: int, fence: str) -> None:
+    of_bucket = (RatingBlock.ladder_id == ladder_id, RatingBlock.bucket == bucket)
+    previous = session.scalar(
+        select(func.max(RatingBlock.first_id)).where(*of_bucket, RatingBlock.first_id < fence)
+    )
+    merged = session.execute(
+        select(RatingBlock.stripe, RatingBlock.players).where(
+            *of_bucket, RatingBlock.first_id == fence
+        )
+    ).all()
+    session.execute(delete(RatingBlock).where(*of_bucket, RatingBlock.first_id == fence))
+    into = previous if previous is not None else ""
+    for stripe, players in merged:
+        row = {"ladder_id": ladder_id, "bucket": bucket, "first_id": into, "stripe": int(stripe)}
+        changed = session.execute(
+            update(RatingBlock)
+            .where(*of_bucket, RatingBlock.first_id == into, RatingBlock.stripe == int(stripe))
+            .values(players=RatingBlock.players + int(players))
+        )
+        if not changed.rowcount:  # type: ignore[attr-defined]
+            session.execute(insert(RatingBlock), [{**row, "players": int(players)}])
 
 
 def cut_full(session: Session, *, ladder_id: str) -> int:

@@ -1956,6 +1956,20 @@ def get_job(*, session: Session, job_id: str) -> JobRow | None:
     return None if row is None else JobRow(*row)
 
 
+def job_documents(
+    *, session: Session, ladder_id: str
+) -> list[tuple[str, dict[str, Any], dict[str, Any] | None, dict[str, Any] | None]]:
+    """Every job of the ladder: its id, request, result and problem."""
+    query = select(Job.id, Job.request, Job.result, Job.error).where(Job.ladder_id == ladder_id)
+    return [(str(a), b, c, d) for a, b, c, d in session.execute(query)]
+
+
+def rewrite_job_documents(*, session: Session, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Write jobs' ``request``, ``result`` and ``error`` by ``id``."""
+    if rows:
+        session.execute(update(Job), [dict(row) for row in rows])
+
+
 def unfinished_jobs(*, session: Session, ladder_id: str) -> list[JobRow]:
     """The ladder's jobs that have not ended (queued or running; stale ones too)."""
     query = select(*_job_columns()).where(Job.ladder_id == ladder_id, Job.state.in_(UNFINISHED))

@@ -6,9 +6,10 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from app.rating.base import Rating, RatingModel, VolatileRating, age
+from app.rating.glicko2 import Glicko2
 from app.rating.registry import make_model
 
 LADDER_PARAMS = ("tau_per_day", "conservative_k")
@@ -70,10 +71,11 @@ def core_replay(algorithm: str, params: dict[str, Any], events: list[dict[str, A
             for player, rating in zip(team, ratings, strict=True):
                 if player in latest and tau_per_day > 0:
                     days = (played_at - latest[player]).total_seconds() / 86400
-                    aged_rating = age(rating, tau_per_day, days)
-                    if glicko2:  # age() keeps mu and sigma only
-                        aged_rating = VolatileRating(*aged_rating, rating.volatility or 0.06)
-                    rating = aged_rating
+                    if glicko2:  # the model's own rule: up to a new player's deviation
+                        held = VolatileRating(*rating, rating.volatility or 0.06)
+                        rating = cast(Glicko2, model).age(held, days)
+                    else:
+                        rating = age(rating, tau_per_day, days)
                 aged.append(rating)
             teams.append(aged)
         weights = event.get("weights")

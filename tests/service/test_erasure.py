@@ -8,7 +8,10 @@ import hashlib
 import itertools
 import json
 import re
+import sqlite3
+import subprocess
 import threading
+from contextlib import closing
 from typing import Any
 
 import pytest
@@ -16,11 +19,14 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from app.domain import jsontext
-from app.storage.engine import get_engine
-from app.storage.models import Base
+from app.domain.pseudonyms import pseudonymised_json
+from app.storage import blocks
+from app.storage.engine import get_engine, normalize_url, session_factory, sqlite_file
+from app.storage.models import Base, RatingBlock
 from tests.service.helpers import all_pages, assert_problem, create_ladder, post_match
 from tests.service.oracle import core_replay, random_matches
 from tests.service.test_access import _key
+from tests.service.test_rank import assert_ranks_exact
 from tests.service.test_void import ALGORITHMS, ELO_SEED, SEED, _batch, _seed
 
 PSEUDONYM = re.compile(r"erased/[0-9a-f]{32}")
@@ -362,3 +368,79 @@ def test_an_erasure_while_matches_arrive(client: TestClient) -> None:
         for previous, item in itertools.pairwise(history):
             assert item["before"] == previous["after"]
         assert history[-1]["after"]["mu"] == entry["mu"]
+
+
+def _dump(url: str) -> str:
+    """A full dump of the database: ``pg_dump`` of the whole database on PostgreSQL (every
+    table, sequence and function), SQLite's own ``.dump`` and the bytes of its files."""
+    file = sqlite_file(url)
+    if file is None:
+        plain = normalize_url(url).replace("postgresql+psycopg://", "postgresql://", 1)
+        done = subprocess.run(
+            ["pg_dump", "--no-owner", plain], capture_output=True, text=True, check=True
+        )
+        return done.stdout
+    get_engine(url).dispose()  # every connection closed: the WAL checkpointed into the file
+    with closing(sqlite3.connect(file)) as connection:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        text = "\n".join(connection.iterdump())
+    files = [file, *file.parent.glob(file.name + "-*")]
+    return text + "".join(path.read_bytes().decode("latin-1") for path in files)
+
+
+def test_an_erased_id_is_nowhere_in_a_dump(client: TestClient, database_url: str) -> None:
+    # 600 one-match players share two ratings; cutting their rank blocks small makes many
+    # of them fences, in both buckets.
+    create_ladder(client, "er-s1")
+    players = [f"fw{n:05}" for n in range(600)]
+    for start in range(0, 600, 200):
+        batch = [
+            {"match_id": f"b{n}", "teams": [[players[n]], [players[n + 1]]]}
+            for n in range(start, start + 200, 2)
+        ]
+        response = client.post("/v1/ladders/er-s1/matches/batch", json={"matches": batch})
+        assert response.status_code == 201, response.text
+    with session_factory(get_engine(database_url))() as session:
+        assert blocks.cut(session=session, ladder_id="er-s1", full_row=8) > 0
+        session.commit()
+        fences = sorted(
+            {f for f in session.scalars(select(RatingBlock.first_id)) if f.startswith("fw")}
+        )
+    winners = [f for f in fences if int(f[2:]) % 2 == 0]
+    losers = [f for f in fences if int(f[2:]) % 2 == 1]
+    assert len(winners) >= 3 and len(losers) >= 2
+    # Two fence players move on to other buckets (their fences stay where they were), in a
+    # match whose meta names one of them; more writes come before the erasures.
+    moved, named = winners[1], losers[0]
+    post_match(client, "er-s1", {"teams": [[named], [moved]], "meta": {"mvp": named}})
+    for n in range(70):
+        post_match(client, "er-s1", {"teams": [[f"x{n}"], [players[(7 * n) % 600]]]})
+    erased = [winners[0], moved, winners[-1], named, losers[-1]]
+
+    for player in erased:
+        response = client.delete(f"/v1/ladders/er-s1/players/{player}")
+        assert response.status_code == 200, response.text
+
+    dump = _dump(database_url)
+    assert "fw00001" in dump  # the dump holds the ids that stay
+    for player in erased:
+        where = dump.find(player)
+        assert where < 0, (player, dump[max(0, where - 300) : where + 100])
+    kept = [p for p in players[:80] if p not in erased]
+    assert_ranks_exact(client, database_url, "er-s1", players=kept)
+
+
+def test_a_job_document_names_the_pseudonym_where_it_named_the_id() -> None:
+    problem = {
+        "type": "/problems/invalid-input",
+        "detail": "player_id: no player 'fw00064' in ladder 'er-s1'; see fw000640",
+        "fw00064": ["fw00064", "fw000640", {"of": "fw00064"}],
+        "count": 3,
+    }
+    assert pseudonymised_json(problem, old="fw00064", new="erased/00") == {
+        "type": "/problems/invalid-input",
+        "detail": "player_id: no player 'erased/00' in ladder 'er-s1'; see fw000640",
+        "erased/00": ["erased/00", "fw000640", {"of": "erased/00"}],
+        "count": 3,
+    }
+    assert pseudonymised_json('said "fw00064"', old="fw00064", new="x") == 'said "x"'

@@ -245,6 +245,22 @@ def test_the_bodies_kept_stay_within_their_bytes() -> None:
     assert cache.get("a") == b"1"
 
 
+def test_a_ladders_bodies_are_kept_for_its_newest_state_only() -> None:
+    cache = BodyCache(max_bytes=1000)
+    old, new, newer = '"5f-3"', '"5f-4"', '"60-1"'  # a version later, then a new ladder
+    cache.put(("card", "l", "alice", old), b"alice", ladder_id="l", tag=old)
+    cache.put(("card", "m", "bob", old), b"bob", ladder_id="m", tag=old)
+    cache.put(("board", "l", "", new), b"board", ladder_id="l", tag=new)
+    assert cache.get(("card", "l", "alice", old)) is None  # the old state's body is gone
+    assert cache.get(("card", "m", "bob", old)) == b"bob"  # another ladder's stays
+    cache.put(("card", "l", "carol", old), b"carol", ladder_id="l", tag=old)
+    assert cache.get(("card", "l", "carol", old)) is None  # a late old state is not kept
+    assert cache.get(("board", "l", "", new)) == b"board"
+    cache.put(("board", "l", "", newer), b"board2", ladder_id="l", tag=newer)
+    assert cache.get(("board", "l", "", new)) is None
+    assert cache.get(("board", "l", "", newer)) == b"board2"
+
+
 def test_the_openapi_document_names_the_validators(client: TestClient) -> None:
     from app.api.reads import READS as SERVED
 
