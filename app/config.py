@@ -69,6 +69,10 @@ class Settings(BaseSettings):
     workers: int = Field(default=1, ge=1, le=64)
     #: Largest request body accepted, in bytes; larger bodies get 413.
     max_body_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    #: Largest body of a request without a key (the open queries, the console's sign-in),
+    #: in bytes; larger ones get 413. A request that needs a key and has none is refused
+    #: before its body is read.
+    max_keyless_body_bytes: int = Field(default=256 * 1024, ge=1024)
     #: When true, reads need a key of scope ``read`` too.
     require_read_key: bool = False
     #: Connections per worker (PostgreSQL); the pool overflows by the same number.

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import ctypes
 import gc
-import json
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import anyio.to_thread
 from fastapi import FastAPI
-from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.api.bodies import BodyGate
 from app.api.metrics import MetricsMiddleware
 from app.api.ops import router as ops_router
 from app.api.ratelimit import RateLimitMiddleware
@@ -23,14 +20,7 @@ from app.api.writer import GroupWriter
 from app.config import GC_TUNING_ENV, Settings, get_settings
 from app.console.routes import router as console_router
 from app.console.routes import static_files as console_static
-from app.domain.jsontext import DuplicateKey, unique_keys
-from app.errors import (
-    InvalidInput,
-    PayloadTooLarge,
-    extend_openapi,
-    install_error_handlers,
-    problem_response,
-)
+from app.errors import extend_openapi, install_error_handlers
 
 DESCRIPTION = """\
 Skill ratings for game backends: post match results, read leaderboards, ask for a
@@ -39,15 +29,6 @@ match's quality. Each ladder rates with TrueSkill, Plackett-Luce or the Elo fami
 Send `Authorization: Bearer <key>`; keys are made with `ratings keys create`. Every error
 is `application/problem+json` (RFC 9457).
 """
-
-
-def _is_json(content_type: str | None) -> bool:
-    if not content_type:
-        return False
-    media = content_type.split(";", 1)[0].strip().lower()
-    return media == "application/json" or (
-        media.startswith("application/") and media.endswith("+json")
-    )
 
 
 class HeadMiddleware:
@@ -70,138 +51,6 @@ class HeadMiddleware:
 
         # A copy: the middleware outside (the metrics) still sees a HEAD.
         await self.app({**scope, "method": "GET"}, receive, without_body)
-
-
-class BodyLimitMiddleware:
-    """Pure ASGI middleware: refuse bodies over ``max_body_bytes`` with 413 problem+json.
-
-    A declared ``Content-Length`` over the limit is refused before a byte is read; a chunked
-    or undeclared body is counted as it arrives and refused as soon as it passes the limit.
-    The whole body is read here (the routes parse it whole anyway) and handed on as one
-    message. A JSON body must be UTF-8 (RFC 8259 section 8.1); anything else is a 422.
-    """
-
-    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
-        self.app = app
-        self.max_body_bytes = max_body_bytes
-
-    async def _refuse(self, send: Send, status: int, title: str, type_: str, detail: str) -> None:
-        response = problem_response(
-            status=status, title=title, type_=type_, detail=detail, headers={"Connection": "close"}
-        )
-        await send(
-            {
-                "type": "http.response.start",
-                "status": response.status_code,
-                "headers": response.raw_headers,
-            }
-        )
-        await send({"type": "http.response.body", "body": response.body})
-
-    async def _too_large(self, send: Send) -> None:
-        await self._refuse(
-            send,
-            PayloadTooLarge.status,
-            PayloadTooLarge.title,
-            PayloadTooLarge.type,
-            f"body: larger than the limit of {self.max_body_bytes} bytes",
-        )
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        headers = Headers(scope=scope)
-        declared = headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > self.max_body_bytes:
-            await self._too_large(send)
-            return
-
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":  # the client went away
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body_bytes:
-                await self._too_large(send)
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-
-        if body and _is_json(headers.get("content-type")):
-            problem = _json_problem(body)
-            if problem is not None:
-                await self._refuse(
-                    send, InvalidInput.status, InvalidInput.title, InvalidInput.type, problem
-                )
-                return
-
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed, body
-            if not replayed:
-                replayed = True
-                message: Message = {"type": "http.request", "body": body, "more_body": False}
-                body = b""  # the route's request holds it now, and lets it go when done
-                return message
-            return await receive()
-
-        del chunks
-        await self.app(scope, replay, send)
-        if size >= RELEASE_AFTER_BYTES:
-            await anyio.to_thread.run_sync(release_free_memory)
-
-
-#: A request body from this size on (a large batch) makes the worker hand the memory it
-#: freed back to the operating system once the request is answered.
-RELEASE_AFTER_BYTES = 1 << 20
-
-
-def _malloc_trim() -> Callable[[int], int] | None:
-    try:
-        trim: Callable[[int], int] = ctypes.CDLL(None).malloc_trim
-    except (AttributeError, OSError):  # not glibc
-        return None
-    return trim
-
-
-_MALLOC_TRIM = _malloc_trim()
-
-
-def release_free_memory() -> None:
-    """Return the heap's free pages to the operating system (glibc's ``malloc_trim``).
-
-    What a large request allocated is freed when it is answered, but glibc keeps freed
-    memory inside its heap for later use: after a batch of 50,000 player slots a worker
-    kept about 100 MB more than before it. A trim gives most of it back, in a few
-    milliseconds (in a thread, so the event loop does not wait). Elsewhere than glibc,
-    nothing."""
-    if _MALLOC_TRIM is not None:
-        _MALLOC_TRIM(0)
-
-
-def _json_problem(body: bytes) -> str | None:
-    """What is wrong with a JSON body before any route sees it: not UTF-8, or a key twice
-    in one object (a parser keeps the last value silently: ``{"ranks": [NaN, 1], "ranks":
-    [2, 1]}`` would pass as the second). A body that is not JSON at all is left to the
-    route's own validation, which names where."""
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return f"body: not UTF-8 (invalid byte at offset {exc.start}); JSON must be UTF-8"
-    try:
-        json.loads(text, object_pairs_hook=unique_keys)
-    except DuplicateKey as exc:
-        return f"body: the key {str(exc)[:64]!r} appears twice in one object"
-    except (ValueError, RecursionError):
-        return None
-    return None
 
 
 #: Allocations (net of frees) between two young-generation collections; Python's is 700.
@@ -262,7 +111,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     application.add_middleware(ReadPath, settings=settings)
     application.add_middleware(HeadMiddleware)
     # Added last, runs first: the metrics see every answer, the 413s included.
-    application.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
+    application.add_middleware(
+        BodyGate,
+        max_body_bytes=settings.max_body_bytes,
+        max_keyless_body_bytes=settings.max_keyless_body_bytes,
+    )
     application.add_middleware(RateLimitMiddleware)  # off unless RATINGS_RATE_LIMIT_* says
     application.add_middleware(MetricsMiddleware)
     return application

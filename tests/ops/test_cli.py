@@ -282,7 +282,7 @@ class TestServe:
             assert get(f"{base}/readyz") == (200, '{"status":"ready"}')
             status, body = get(f"{base}/v1/no-such-route")
             assert status == 404 and json.loads(body)["status"] == 404
-            status, body = post_chunked(f"{base}/v1/ladders", [b"{" + b" " * 1000] * 8)
+            status, body = post_chunked(f"{base}/v1/ladders/x/quality", [b"{" + b" " * 1000] * 8)
             assert status == 413 and json.loads(body)["status"] == 413
         finally:
             out, err = stop(process)

@@ -236,7 +236,8 @@ class TestMetrics:
         client = TestClient(create_app(), raise_server_exceptions=False)
         labels = {"method": "POST", "route": "unmatched", "status": "413"}
         before = sample("ratings_http_requests_total", labels)
-        assert client.post("/healthz", content=b"x" * 2000).status_code == 413
+        # An open route's body over the limit: refused before routing.
+        assert client.post("/v1/ladders/x/quality", content=b"x" * 2000).status_code == 413
         assert sample("ratings_http_requests_total", labels) == before + 1
 
 
@@ -248,6 +249,7 @@ class TestSettings:
             "RATINGS_PORT": "9001",
             "RATINGS_WORKERS": "3",
             "RATINGS_MAX_BODY_BYTES": "4096",
+            "RATINGS_MAX_KEYLESS_BODY_BYTES": "2048",
             "RATINGS_REQUIRE_READ_KEY": "true",
             "RATINGS_POOL_SIZE": "7",
             "RATINGS_STATEMENT_TIMEOUT_MS": "2500",
@@ -280,6 +282,7 @@ class TestSettings:
             "port": 9001,
             "workers": 3,
             "max_body_bytes": 4096,
+            "max_keyless_body_bytes": 2048,
             "require_read_key": True,
             "pool_size": 7,
             "statement_timeout_ms": 2500,
