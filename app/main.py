@@ -21,6 +21,7 @@ from app.config import GC_TUNING_ENV, Settings, get_settings
 from app.console.routes import router as console_router
 from app.console.routes import static_files as console_static
 from app.errors import extend_openapi, install_error_handlers
+from app.services import jobs
 
 DESCRIPTION = """\
 Skill ratings for game backends: post match results, read leaderboards, ask for a
@@ -77,7 +78,12 @@ def tune_gc() -> None:
 async def _lifespan(_app: FastAPI) -> AsyncIterator[None]:
     if os.environ.get(GC_TUNING_ENV) == "1":
         tune_gc()
-    yield
+    reaper = jobs.Reaper()
+    reaper.start()
+    try:
+        yield
+    finally:
+        reaper.stop()
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

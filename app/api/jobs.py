@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Response
 
-from app.api.deps import AdminAccess, NowDep, answer
+from app.api.deps import AdminAccess, NowDep, answer, run
 from app.api.schemas import JobOut
 from app.services import jobs
 
@@ -27,7 +27,41 @@ async def get_job(job_id: JobIdPath, access: AdminAccess, now: NowDep) -> Respon
     `progress` (matches re-rated of `total`), then `succeeded` with `result` (what the
     request would have answered inline) or `failed` with `error` (a problem document;
     nothing was changed). A job whose worker stopped (restarted, killed) before it
-    finished is `failed` and says so: submit the request again."""
+    finished is `failed` and says so: submit the request again. A cancelled one is
+    `cancelled` (nothing of it was applied)."""
     return await answer(
         access, lambda session: jobs.view(session=session, job_id=job_id, now=now), read_only=True
+    )
+
+
+@router.delete(
+    "/{job_id}",
+    response_model=JobOut,
+    responses={
+        202: {
+            "model": JobOut,
+            "description": "SQLite: the job was asked to stop and ends `cancelled` at its next "
+            "progress report (poll `Location`); nothing of it is applied.",
+        },
+        409: {"description": "The job has ended already (succeeded, failed or cancelled)."},
+    },
+    summary="Cancel a queued or running job, nothing of it applied (admin)",
+)
+async def cancel_job(job_id: JobIdPath, access: AdminAccess, now: NowDep) -> Response:
+    """On PostgreSQL the job is `cancelled` at once (200): it cannot commit any more, and
+    rolls back at its next progress report or heartbeat. On SQLite, whose one writer a
+    running job is, it is asked to stop (202, `Location` to poll) and ends `cancelled`
+    at its next progress report. Either way nothing of it is applied."""
+    out, ended = await run(
+        access,
+        lambda session: jobs.cancel(session=session, job_id=job_id, now=now),
+        read_only=not jobs.cancel_writes(),
+    )
+    if ended:
+        return Response(content=out.model_dump_json(), media_type="application/json")
+    return Response(
+        content=out.model_dump_json(),
+        status_code=202,
+        headers={"Location": f"/v1/jobs/{out.id}", "Retry-After": "1"},
+        media_type="application/json",
     )

@@ -163,6 +163,7 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
             session=session,
             ladder=ladders.get_ladder(session=session, ladder_id=args.ladder),
             now=now,
+            patient=True,
         )
     )
     print(

@@ -46,9 +46,10 @@ def erase_player(*, session: Session, ladder: Ladder, player_id: str) -> Erasure
 
     The ladder's row is locked first, alone (as a change of parameters locks it): matches
     being recorded or re-rated in it finish before, and none starts until this commits, so
-    none rates or rewrites a match with the old id meanwhile.
+    none rates or rewrites a match with the old id meanwhile. The wait for it is bounded
+    as a re-rating request's is (``repositories.hold_ladder_row``).
     """
-    locked = repositories.lock_ladder(session=session, ladder_id=ladder.id, share=False)
+    locked = repositories.hold_ladder_row(session=session, ladder_id=ladder.id, patient=False)
     if locked is None:
         raise NotFound(f"ladder: no ladder {ladder.id!r}")
     repositories.lift_statement_timeout(session=session)

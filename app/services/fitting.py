@@ -289,6 +289,7 @@ def apply_fit(*, session: Session, outcome: FitOutcome, now: datetime) -> FitOut
         body=LadderUpdate.model_validate({"params": outcome.fitted}),
         rebuild_now=True,
         now=now,
+        patient=True,  # a job's or the command line's: it waits its turn
     )
     return outcome.model_copy(
         update={"applied": True, "update": update, "params": dict(update.ladder.params)}

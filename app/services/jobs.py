@@ -48,22 +48,35 @@ from app.api.schemas import (
 from app.api.schemas.fitting import FitOutcome
 from app.config import get_settings
 from app.domain.times import utc
-from app.errors import NotFound, problem_of
+from app.errors import Conflict, NotFound, problem_of
 from app.services import fitting, ladders, rerate
 from app.services.rerate import Rerating
-from app.storage import repositories, unit_of_work
+from app.storage import cancels, repositories, unit_of_work
+from app.storage.engine import on_postgres
 from app.storage.repositories import UNFINISHED, JobRow
 
 _log = logging.getLogger("app.jobs")
 
-#: What a job whose worker stopped says.
-ABANDONED = (
-    "job: the worker running it stopped before it finished (restarted or killed); its "
-    "transaction was rolled back, so nothing changed: submit the request again"
+#: What a job whose worker process has ended says.
+ENDED = (
+    "job: the worker process running it ended before it finished (restarted or killed); "
+    "its transaction was rolled back, so nothing changed: submit the request again"
+)
+#: What a job says whose worker stopped writing its heartbeat (it may still run, cut off
+#: from the database: its transaction cannot commit either way).
+SILENT = (
+    "job: the worker running it stopped reporting for {seconds:g} s (stopped, or cut off "
+    "from the database); its transaction cannot commit, so nothing changed: submit the "
+    "request again"
 )
 
 #: The progress of the jobs this process runs, by id: (done, total). Also which run here.
 _running: dict[str, tuple[int, int | None]] = {}
+#: The PostgreSQL server process of each running job's transaction (to cancel its statement).
+_backends: dict[str, int] = {}
+#: Failures of this process's jobs that could not be written when they happened (the
+#: database was gone): the reaper writes them, with their reason, once it is back.
+_unwritten: dict[str, dict[str, Any]] = {}
 _running_lock = threading.Lock()
 _owner: tuple[int, str] | None = None
 
@@ -107,14 +120,33 @@ def _worker_gone(job_owner: str) -> bool:
     return False
 
 
-def _stale(session: Session, row: JobRow, now: datetime) -> bool:
-    """Whether ``row``, not ended, can no longer end: its worker is gone."""
+def _stale(session: Session, row: JobRow, now: datetime, *, patience: float = 1.0) -> bool:
+    """Whether ``row``, not ended, can no longer end: its worker is gone (on PostgreSQL, a
+    worker of another process: no heartbeat for ``patience`` leases)."""
     if row.owner == owner():
         with _running_lock:
             return row.id not in _running
     if repositories.others_write_meanwhile(session=session):
-        return utc(row.heartbeat_at) < now - timedelta(seconds=get_settings().job_lease_s)
+        lease = get_settings().job_lease_s * patience
+        return utc(row.heartbeat_at) < now - timedelta(seconds=lease)
     return _worker_gone(row.owner)
+
+
+def _ended_values(session: Session, row: JobRow, now: datetime) -> dict[str, Any]:
+    """What a stale job is written as: cancelled if that was asked (SQLite); else failed,
+    with the reason this process knows (its own job's failure, not written when it
+    happened), or what it can tell (the worker process ended; it stopped reporting)."""
+    if cancels.requested(row.id):
+        return {"state": "cancelled", "finished_at": now}
+    with _running_lock:
+        known = _unwritten.get(row.id)
+    if known is not None:
+        problem = known
+    elif row.owner == owner() or not repositories.others_write_meanwhile(session=session):
+        problem = _problem(ENDED)
+    else:
+        problem = _problem(SILENT.format(seconds=get_settings().job_lease_s))
+    return {"state": "failed", "error": problem, "finished_at": now}
 
 
 def _live(session: Session) -> bool:
@@ -169,7 +201,12 @@ def start(job_id: str) -> None:
 
 
 class _Abandoned(Exception):
-    """The job was reported failed (its heartbeat ran out) while it ran: roll back."""
+    """The job's row ended while it ran (cancelled, or reported failed when its heartbeat
+    ran out): roll back."""
+
+
+class _Cancelled(Exception):
+    """The job was asked to stop (SQLite, :mod:`app.storage.cancels`): roll back."""
 
 
 class _Reporter:
@@ -186,12 +223,15 @@ class _Reporter:
         with _running_lock:
             _running[self.job_id] = (done, total)
         if not self.live:
+            if cancels.requested(self.job_id):
+                raise _Cancelled
             return
         values: dict[str, Any] = {"done": done, "total": total, "heartbeat_at": _now()}
         if not self.started:
             values.update(state="running", started_at=values["heartbeat_at"])
             self.started = True
-        _write(self.job_id, values)
+        if not _write(self.job_id, values):  # cancelled, or reported failed, meanwhile
+            raise _Abandoned
 
 
 def _now() -> datetime:
@@ -207,12 +247,23 @@ def _write(job_id: str, values: dict[str, Any], beat_before: datetime | None = N
     )
 
 
+def _cancel_statement(session: Session, *, pid: int) -> None:
+    repositories.cancel_backend_statement(session=session, pid=pid)
+
+
 def _heartbeat(job_id: str, stop: threading.Event) -> None:
-    """Write the job's heartbeat every third of the lease until ``stop`` (PostgreSQL)."""
+    """Write the job's heartbeat every third of the lease until ``stop`` (PostgreSQL). A
+    row that has ended meanwhile (the job was cancelled) stops the job's statement: its
+    transaction fails and rolls back without waiting for its next progress report."""
     interval = get_settings().job_lease_s / 3
     while not stop.wait(interval):
         try:
-            _write(job_id, {"heartbeat_at": _now()})
+            if not _write(job_id, {"heartbeat_at": _now()}):
+                with _running_lock:
+                    pid = _backends.get(job_id)
+                if pid is not None:
+                    unit_of_work.run(partial(_cancel_statement, pid=pid))
+                return
         except Exception as exc:  # a missed beat is retried at the next one
             _log.warning("job %s: heartbeat not written: %s", job_id, type(exc).__name__)
 
@@ -226,6 +277,7 @@ def _rerate(session: Session, now: datetime, *, job: JobRow, progress: _Reporter
             match_id=job.request["match_id"],
             now=now,
             progress=progress,
+            patient=True,
         )
     return rerate.update_ladder(
         session=session,
@@ -234,6 +286,7 @@ def _rerate(session: Session, now: datetime, *, job: JobRow, progress: _Reporter
         rebuild_now=True,
         now=now,
         progress=progress,
+        patient=True,
     )
 
 
@@ -250,7 +303,13 @@ def _work(
     def work(session: Session) -> None:
         now = _now()
         reporter.started = False
+        pid = repositories.backend_pid(session=session)
+        if pid is not None:
+            with _running_lock:
+                _backends[job.id] = pid
         result = step(session, now)
+        if not reporter.live and cancels.requested(job.id):
+            raise _Cancelled
         with _running_lock:
             done, total = _running.get(job.id, (0, None))
         finished = {
@@ -285,6 +344,8 @@ def _run(job_id: str) -> None:
         )
         if job is None:
             return
+        if not live and cancels.requested(job_id):
+            raise _Cancelled
         if live:
             threading.Thread(
                 target=_heartbeat, args=(job_id, stop), name=f"beat-{job_id[:8]}", daemon=True
@@ -302,17 +363,99 @@ def _run(job_id: str) -> None:
             step = partial(_rerate, job=job, progress=reporter)
         unit_of_work.run(_work(job, reporter, step, started_at))
     except _Abandoned:
-        _log.warning("job %s: reported failed while it ran; rolled back", job_id)
+        _log.warning("job %s: ended by another (cancelled or reported failed); rolled back", job_id)
+    except _Cancelled:
+        _end(job_id, {"state": "cancelled", "finished_at": _now()})
     except Exception as exc:
-        problem = problem_of(exc)
-        try:
-            _write(job_id, {"state": "failed", "error": problem, "finished_at": _now()})
-        except Exception as again:
-            _log.error("job %s: its failure could not be written: %s", job_id, again)
+        _end(job_id, {"state": "failed", "error": problem_of(exc), "finished_at": _now()})
     finally:
         stop.set()
         with _running_lock:
             _running.pop(job_id, None)
+            _backends.pop(job_id, None)
+        cancels.forget(job_id)
+
+
+def _end(job_id: str, values: dict[str, Any]) -> None:
+    """Write how the job ended, after its transaction rolled back; if the database cannot
+    take it now, the reaper writes it later, with this reason."""
+    try:
+        _write(job_id, values)
+    except Exception as again:
+        _log.error("job %s: how it ended could not be written: %s", job_id, type(again).__name__)
+        if values["state"] == "failed":
+            with _running_lock:
+                _unwritten[job_id] = values["error"]
+
+
+def cancel(*, session: Session, job_id: str, now: datetime) -> tuple[JobOut, bool]:
+    """Cancel a job that has not ended: nothing of it is applied. On PostgreSQL it is
+    cancelled at once (its row says so; the job rolls back at its next progress report or
+    heartbeat, and cannot commit before): ``(job, True)``. On SQLite, where the job is the
+    one writer, it is asked to stop and writes its end itself: ``(job, False)``, poll it.
+    An unknown job is a 404; one that has ended, a 409."""
+    row = repositories.get_job(session=session, job_id=job_id)
+    if row is None:
+        raise NotFound(f"job_id: no job {job_id[:64]!r}")
+    if row.state not in UNFINISHED:
+        raise Conflict(f"job_id: the job has ended ({row.state}); there is nothing to cancel")
+    if not _live(session):
+        cancels.request(row.id)
+        return _out(row), False
+    values = {"state": "cancelled", "finished_at": now}
+    if not repositories.update_unfinished_job(session=session, job_id=row.id, values=values):
+        raise Conflict("job_id: the job has ended meanwhile; there is nothing to cancel")
+    return _out(row._replace(state="cancelled", finished_at=now)), True
+
+
+def cancel_writes() -> bool:
+    """Whether :func:`cancel` writes (PostgreSQL) or only asks the job (SQLite, whose one
+    writer a running job is): its request's transaction is a write or a read."""
+    return on_postgres(get_settings().database_url)
+
+
+def reap(now: datetime) -> int:
+    """Write every stale job as ended (:func:`_ended_values`), whoever asks after it; how
+    many. On PostgreSQL a job of another process is reaped after two leases without a
+    heartbeat, so that its own worker, if it lives, writes the reason it knows first."""
+    stale = unit_of_work.run(
+        lambda session: [
+            (row, _ended_values(session, row, now))
+            for row in repositories.every_unfinished_job(session=session)
+            if _stale(session, row, now, patience=1.0 if row.owner == owner() else 2.0)
+        ],
+        read_only=True,
+    )
+    for row, values in stale:
+        _write(row.id, values)
+        with _running_lock:
+            _unwritten.pop(row.id, None)
+        cancels.forget(row.id)
+    return len(stale)
+
+
+class Reaper:
+    """A thread of the worker that reaps stale jobs every third of the lease (:func:`reap`),
+    so a job of a dead worker is reported ended without waiting for someone to poll it."""
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="job-reaper", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        interval = max(0.5, get_settings().job_lease_s / 3)
+        while not self._stop.wait(interval):
+            try:
+                reap(_now())
+            except Exception as exc:  # the database may be away: the next round tries again
+                _log.warning("jobs: reaping failed: %s", type(exc).__name__)
 
 
 # -- reading ---------------------------------------------------------------------------------
@@ -325,15 +468,10 @@ def view(*, session: Session, job_id: str, now: datetime) -> JobOut:
         raise NotFound(f"job_id: no job {job_id[:64]!r}")
     if row.state in UNFINISHED:
         if _stale(session, row, now):
-            failed = {
-                "state": "failed",
-                "error": _abandoned_problem(),
-                "finished_at": now,
-            }
             cutoff = None
             if _live(session):
                 cutoff = now - timedelta(seconds=get_settings().job_lease_s)
-            _write(row.id, failed, beat_before=cutoff)
+            _write(row.id, _ended_values(session, row, now), beat_before=cutoff)
             row = cast(JobRow, _reread(row.id))
         else:
             with _running_lock:
@@ -349,9 +487,9 @@ def _reread(job_id: str) -> JobRow | None:
     )
 
 
-def _abandoned_problem() -> dict[str, Any]:
+def _problem(detail: str) -> dict[str, Any]:
     return {"type": "/problems/job-abandoned", "title": "Job Abandoned", "status": 503} | {
-        "detail": ABANDONED
+        "detail": detail
     }
 
 

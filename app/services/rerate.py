@@ -61,22 +61,25 @@ class _Scope:
     start_volatility: dict[str, float | None] = field(default_factory=dict)
 
 
-def hold_ladder(*, session: Session, ladder_id: str) -> Ladder:
+def hold_ladder(*, session: Session, ladder_id: str, patient: bool = False) -> Ladder:
     """The ladder, held by this transaction alone until it ends: the first step of every
-    re-rating (void, rebuild, new parameters), before it reads anything else.
+    re-rating (void, rebuild, new parameters) and erasure, before it reads anything else.
 
     On PostgreSQL the ladder's row is locked ``FOR UPDATE``. Recording a match share-locks
     that row first of all (``repositories.key_and_ladder``), as does seeding a rating, so
     re-ratings of one ladder run one after the other, each waits for the matches in flight
     and new matches wait for it; every writer takes the ladder before any rating row, so
-    the two cannot deadlock. On SQLite the transaction holds the database already. The
-    statement timeout is lifted first: waiting for another re-rating, and re-rating a
-    large ladder, legitimately take longer than a request's statement.
+    the two cannot deadlock. On SQLite the transaction holds the database already.
+
+    A request waits for the ladder at most the statement timeout (then 503 with
+    ``Retry-After``); a job (``patient``) waits its turn behind the others. Once it holds
+    the ladder the statement timeout is lifted: re-rating a large ladder legitimately
+    takes longer than a request's statement.
     """
-    repositories.lift_statement_timeout(session=session)
-    ladder = repositories.lock_ladder(session=session, ladder_id=ladder_id, share=False)
+    ladder = repositories.hold_ladder_row(session=session, ladder_id=ladder_id, patient=patient)
     if ladder is None:
         raise NotFound(f"ladder: no ladder {ladder_id[:64]!r}")
+    repositories.lift_statement_timeout(session=session)
     return ladder
 
 
@@ -377,6 +380,7 @@ def void_match(
     match_id: str,
     now: datetime,
     progress: Progress = _silent,
+    patient: bool = False,
 ) -> VoidResult:
     """Void a match: re-rate every later match it reaches as if it had never been played.
 
@@ -384,7 +388,7 @@ def void_match(
     holds the ladder (:func:`hold_ladder`), with the rows of every player it reaches locked
     in one ordered statement.
     """
-    ladder = hold_ladder(session=session, ladder_id=ladder.id)
+    ladder = hold_ladder(session=session, ladder_id=ladder.id, patient=patient)
     match = repositories.lock_match(session=session, ladder_id=ladder.id, match_id=match_id)
     if match is None:
         raise NotFound(f"match_id: no match {match_id[:128]!r} in ladder {ladder.id!r}")
@@ -532,12 +536,17 @@ def void_match(
 
 
 def rebuild(
-    *, session: Session, ladder: Ladder, now: datetime, progress: Progress = _silent
+    *,
+    session: Session,
+    ladder: Ladder,
+    now: datetime,
+    progress: Progress = _silent,
+    patient: bool = False,
 ) -> RebuildResult:
     """Replay every counted match of the ladder from the prior, seeds at their places, with
     the ladder's current parameters; in one transaction that holds the ladder
     (:func:`hold_ladder`), every rating locked."""
-    ladder = hold_ladder(session=session, ladder_id=ladder.id)
+    ladder = hold_ladder(session=session, ladder_id=ladder.id, patient=patient)
     config = ladder_config(ladder)
     states = repositories.lock_ladder_ratings(session=session, ladder_id=ladder.id)
     matches = repositories.matches_after(session=session, ladder_id=ladder.id, after_seq=0)
@@ -585,6 +594,7 @@ def update_ladder(
     rebuild_now: bool,
     now: datetime,
     progress: Progress = _silent,
+    patient: bool = False,
 ) -> LadderUpdated:
     """Change a ladder's description or parameters (named ones; the rest keep their values).
 
@@ -593,7 +603,7 @@ def update_ladder(
     change and every match is replayed with them, in this one transaction. Asking for a
     rebuild without a change replays the ladder as it is.
     """
-    ladder = hold_ladder(session=session, ladder_id=ladder.id)
+    ladder = hold_ladder(session=session, ladder_id=ladder.id, patient=patient)
     wants_rebuild = rebuild_now or body.rebuild
     params = ladder.params
     if body.params:
@@ -609,7 +619,9 @@ def update_ladder(
     session.flush()
     result = None
     if wants_rebuild:
-        result = rebuild(session=session, ladder=ladder, now=now, progress=progress)
+        result = rebuild(
+            session=session, ladder=ladder, now=now, progress=progress, patient=patient
+        )
     return LadderUpdated(ladder=ladder_view(session=session, ladder=ladder), rebuild=result)
 
 

@@ -341,7 +341,9 @@ class Job(Base):
     __tablename__ = "jobs"
     __table_args__ = (
         CheckConstraint("kind IN ('void', 'rebuild', 'fit')", name="kind"),
-        CheckConstraint("state IN ('queued', 'running', 'succeeded', 'failed')", name="state"),
+        CheckConstraint(
+            "state IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')", name="state"
+        ),
         Index("ix_jobs_ladder_id", "ladder_id", "state"),
     )
 

@@ -36,13 +36,15 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Dialect
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.expression import Executable
 from sqlalchemy.types import TypeEngine
 
+from app.config import get_settings
 from app.domain import jsontext
 from app.domain.accuracy import FIELDS as TALLY_FIELDS
+from app.errors import ServiceUnavailable
 from app.storage import unit_of_work, versions
 from app.storage.blocks import BUCKET_LIMIT, bucket_sql
 from app.storage.engine import (
@@ -96,6 +98,33 @@ def lock_ladder(*, session: Session, ladder_id: str, share: bool) -> Ladder | No
         .with_for_update(read=share)
         .execution_options(populate_existing=True)
     )
+
+
+def hold_ladder_row(*, session: Session, ladder_id: str, patient: bool) -> Ladder | None:
+    """The ladder, row-locked for this transaction alone (``lock_ladder``, not shared). A
+    request (not ``patient``) waits for it at most the statement timeout on PostgreSQL,
+    and so does every lock it waits for later in its transaction (``lock_timeout``):
+    past it, ``ServiceUnavailable`` with ``Retry-After``, nothing changed. A job waits its
+    turn however long the re-ratings before it take."""
+    if _dialect(session) == "postgresql" and not patient:
+        bound = get_settings().statement_timeout_ms
+        session.execute(text(f"SET LOCAL lock_timeout = {int(bound)}"))
+    try:
+        return lock_ladder(session=session, ladder_id=ladder_id, share=False)
+    except OperationalError as exc:
+        if getattr(exc.orig, "sqlstate", None) != LOCK_NOT_AVAILABLE:
+            raise
+    raise ServiceUnavailable(
+        f"ladder: {ladder_id[:64]!r} is held by a re-rating, an erasure or a job; retry later "
+        "(or send the request with Prefer: respond-async to queue it as a job)",
+        headers={"Retry-After": str(LADDER_BUSY_RETRY_S)},
+    )
+
+
+#: PostgreSQL's SQLSTATE of a lock not granted within ``lock_timeout``.
+LOCK_NOT_AVAILABLE = "55P03"
+#: ``Retry-After`` of a request that found its ladder held past its bound.
+LADDER_BUSY_RETRY_S = 5
 
 
 def add_ladder(*, session: Session, ladder: Ladder) -> None:
@@ -1974,6 +2003,25 @@ def unfinished_jobs(*, session: Session, ladder_id: str) -> list[JobRow]:
     """The ladder's jobs that have not ended (queued or running; stale ones too)."""
     query = select(*_job_columns()).where(Job.ladder_id == ladder_id, Job.state.in_(UNFINISHED))
     return [JobRow(*row) for row in session.execute(query)]
+
+
+def every_unfinished_job(*, session: Session) -> list[JobRow]:
+    """Every job that has not ended, of every ladder (the reaper's round)."""
+    query = select(*_job_columns()).where(Job.state.in_(UNFINISHED))
+    return [JobRow(*row) for row in session.execute(query)]
+
+
+def backend_pid(*, session: Session) -> int | None:
+    """The PostgreSQL server process of this session's connection (None on SQLite)."""
+    if _dialect(session) != "postgresql":
+        return None
+    return int(session.scalar(text("SELECT pg_backend_pid()")) or 0) or None
+
+
+def cancel_backend_statement(*, session: Session, pid: int) -> None:
+    """Cancel what PostgreSQL's server process ``pid`` is running (its transaction then
+    fails and rolls back): a cancelled job's statement."""
+    session.execute(text("SELECT pg_cancel_backend(:pid)"), {"pid": pid})
 
 
 def update_unfinished_job(

@@ -17,10 +17,13 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import make_url, text
 
 from app.config import get_settings
+from app.storage.engine import get_engine
 from tests.reliability.conftest import Server, all_pages, create_ladder, report
 from tests.reliability.faults import HOOK_ENV, PAUSE_AFTER_HISTORY, SIGNAL_ENV
+from tests.reliability.proxy import TcpProxy
 from tests.service.oracle import random_matches
 
 LEASE_S = 1.0
@@ -80,8 +83,13 @@ def test_a_job_whose_worker_is_killed_is_reported_failed(
     seconds = time.monotonic() - killed
     assert job["state"] == "failed", job
     assert job["result"] is None and job["finished_at"] is not None
-    assert "stopped before it finished" in job["error"]["detail"]
-    assert "nothing changed" in job["error"]["detail"]
+    # SQLite's workers share a machine: the worker process is seen to have ended. On
+    # PostgreSQL another process sees only the heartbeat stop (it may be cut off).
+    detail = job["error"]["detail"]
+    assert (
+        "process running it ended" if database_url.startswith("sqlite") else "stopped reporting"
+    ) in detail
+    assert "nothing changed" in detail
     assert _state(app_client, "l") == before
     assert app_client.get(location).json() == job  # it stays failed
 
@@ -93,3 +101,62 @@ def test_a_job_whose_worker_is_killed_is_reported_failed(
         f"job_worker_killed[{database_url.split(':')[0]}]",
         reported_failed_after_s=round(seconds, 2),
     )
+
+
+def test_a_job_cut_off_from_the_database_says_so(
+    app_client: TestClient, database_url: str, admin_key: str, tmp_path: Path
+) -> None:
+    """PostgreSQL: the database goes away as the job commits, so its failure cannot be
+    written when it happens; once the database is back its worker writes it, with the
+    reason it knows (the database, not a killed worker), without anyone polling."""
+    if not database_url.startswith("postgresql"):
+        pytest.skip("PostgreSQL only: SQLite has no network to lose")
+    bodies = random_matches(seed=12, count=40)
+    create_ladder(app_client, "l")
+    assert (
+        app_client.post("/v1/ladders/l/matches/batch", json={"matches": bodies}).status_code == 201
+    )
+    before = _state(app_client, "l")
+    signal = tmp_path / "paused"
+    url = make_url(database_url)
+    proxy = TcpProxy(url.host or "127.0.0.1", url.port or 5432)
+    through = url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
+    server = Server(
+        through,
+        admin_key,
+        RATINGS_JOB_LEASE_S="3",
+        **{HOOK_ENV: PAUSE_AFTER_HISTORY, SIGNAL_ENV: str(signal)},
+    )
+    server.start()
+    try:
+        with server.client() as http:
+            response = http.delete(
+                f"/v1/ladders/l/matches/{bodies[2]['match_id']}",
+                headers={"Prefer": "respond-async"},
+            )
+        assert response.status_code == 202, response.text
+        job_id = response.json()["id"]
+        deadline = time.monotonic() + 60
+        while not signal.exists():
+            assert time.monotonic() < deadline, "the job never reached its commit"
+            time.sleep(0.02)
+        proxy.cut()
+        signal.with_name(signal.name + ".release").touch()  # COMMIT goes to a dead connection
+        time.sleep(1.0)
+        proxy.restore()
+        with get_engine(database_url).connect() as connection:
+            while True:
+                state, error = connection.execute(
+                    text("SELECT state, error FROM jobs WHERE id = :id"), {"id": job_id}
+                ).one()
+                connection.rollback()
+                if state != "running":
+                    break
+                assert time.monotonic() < deadline + 30, "the failure was never written"
+                time.sleep(0.05)
+    finally:
+        server.stop()
+        proxy.close()
+    assert state == "failed"
+    assert error["status"] == 503 and error["detail"].startswith("database: unavailable")
+    assert _state(app_client, "l") == before

@@ -4,9 +4,12 @@ inline) or failed (nothing changed)."""
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
+import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -53,7 +56,7 @@ def _finished(client: TestClient, location: str, timeout: float = 60) -> dict[st
         response = client.get(location)
         assert response.status_code == 200, response.text
         job: dict[str, Any] = response.json()
-        if job["state"] in ("succeeded", "failed"):
+        if job["state"] in ("succeeded", "failed", "cancelled"):
             return job
         assert time.monotonic() < deadline, job
         time.sleep(0.02)
@@ -278,3 +281,168 @@ def test_rerating_of_a_ladder_with_a_job_pending_queues_behind_it(
     else:
         assert second[0].status_code == 200, second[0].text
     assert _state(client, "l") == _state(client, "fresh")
+
+
+def _held_at_first_report(
+    monkeypatch: pytest.MonkeyPatch,
+) -> tuple[threading.Event, threading.Event]:
+    """Jobs stop at their first report half-way, before it is made, until released."""
+    monkeypatch.setattr(rerate, "PROGRESS_STEP", 10)
+    reported = threading.Event()
+    release = threading.Event()
+    report = jobs._Reporter.__call__
+
+    def held(self: Any, done: int, total: int) -> None:
+        if 0 < done < total and not reported.is_set():
+            reported.set()
+            release.wait(timeout=60)
+        report(self, done, total)
+
+    monkeypatch.setattr(jobs._Reporter, "__call__", held)
+    return reported, release
+
+
+def test_a_cancelled_job_applies_nothing(
+    client: TestClient, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cancelled half-way: on PostgreSQL at once (200), on SQLite, whose one writer the job
+    is, asked (202) and ended by the job at its next report; either way nothing of it."""
+    bodies = random_matches(seed=5, count=60)
+    _ladder(client, "l", bodies)
+    before = _state(client, "l")
+    reported, release = _held_at_first_report(monkeypatch)
+    location = client.delete(
+        f"/v1/ladders/l/matches/{bodies[0]['match_id']}", headers=ASYNC
+    ).headers["location"]
+    try:
+        assert reported.wait(timeout=60)
+        cancelled = client.delete(location)
+        if get_engine(database_url).dialect.name == "postgresql":
+            assert cancelled.status_code == 200, cancelled.text
+            assert cancelled.json()["state"] == "cancelled"
+            assert cancelled.json()["finished_at"] is not None
+        else:
+            assert cancelled.status_code == 202, cancelled.text
+            assert cancelled.headers["location"] == location
+            assert cancelled.json()["state"] == "running"
+    finally:
+        release.set()
+    job = _finished(client, location)
+    assert job["state"] == "cancelled" and job["result"] is None and job["error"] is None
+    assert _state(client, "l") == before
+    assert not client.get(f"/v1/ladders/l/matches/{bodies[0]['match_id']}").json()["voided"]
+    assert_problem(client.delete(location), 409, "ended")
+    assert client.get(location).json() == job  # it stays cancelled
+
+
+def test_cancelling_needs_an_admin_key_and_a_job_that_has_not_ended(
+    client: TestClient, database_url: str, inline_max: None
+) -> None:
+    bodies = random_matches(seed=6, count=8)
+    _ladder(client, "l", bodies)
+    location = client.delete(f"/v1/ladders/l/matches/{bodies[0]['match_id']}").headers["location"]
+    assert _finished(client, location)["state"] == "succeeded"
+    assert_problem(client.delete(location), 409, "succeeded")
+    assert_problem(client.delete("/v1/jobs/nope"), 404, "job_id")
+    session = session_factory(get_engine(database_url))()
+    write = auth.create_key(session, name="w", scope="write").key
+    session.commit()
+    session.close()
+    assert_problem(client.delete(location, headers={"Authorization": f"Bearer {write}"}), 403)
+    assert_problem(client.delete(location, headers={"Authorization": ""}), 401)
+
+
+def test_a_request_waits_for_a_held_ladder_at_most_its_bound(
+    client: TestClient, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL: while another transaction holds the ladder (a running re-rating), a void,
+    a rebuild and an erasure each get 503 with Retry-After once the statement timeout has
+    passed, nothing changed; a job waits its turn and then runs."""
+    if get_engine(database_url).dialect.name != "postgresql":
+        pytest.skip("PostgreSQL: SQLite's writers wait for its one lock (busy timeout)")
+    bodies = random_matches(seed=7, count=12)
+    _ladder(client, "l", bodies)
+    before = _state(client, "l")
+    monkeypatch.setenv("RATINGS_STATEMENT_TIMEOUT_MS", "300")
+    get_settings.cache_clear()
+    holder = get_engine(database_url).connect()
+    holder.execute(text("SELECT id FROM ladders WHERE id = 'l' FOR UPDATE"))
+    # Without a bound the requests below would wait for this release, and succeed late.
+    watchdog = threading.Timer(30, holder.rollback)
+    watchdog.start()
+    try:
+        player = bodies[0]["teams"][0][0]
+        for response in (
+            client.delete(f"/v1/ladders/l/matches/{bodies[1]['match_id']}"),
+            client.patch("/v1/ladders/l?rebuild=true", json={}),
+            client.delete(f"/v1/ladders/l/players/{player}"),
+        ):
+            detail = assert_problem(response, 503, "ladder")
+            assert "held" in detail
+            assert response.headers["retry-after"] == "5"
+        queued = client.delete(f"/v1/ladders/l/matches/{bodies[1]['match_id']}", headers=ASYNC)
+        job = _accepted(queued)
+        time.sleep(0.6)  # past the requests' bound: the job still waits
+        assert client.get(queued.headers["location"]).json()["state"] in ("queued", "running")
+        assert _state(client, "l") == before
+    finally:
+        watchdog.cancel()
+        holder.rollback()
+        holder.close()
+    assert _finished(client, f"/v1/jobs/{job['id']}")["state"] == "succeeded"
+
+
+def _orphan(database_url: str, heartbeat_age_s: float) -> str:
+    """A running job of a worker process that no longer exists (on this host), with a
+    heartbeat this old: what a worker killed mid-job leaves."""
+    job_id = uuid.uuid4().hex
+    now = datetime.now(UTC)
+    with get_engine(database_url).begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO jobs (id, kind, ladder_id, request, state, done, total, owner,"
+                " created_at, started_at, heartbeat_at) VALUES (:id, 'rebuild', 'l', '{}',"
+                " 'running', 0, NULL, :owner, :now, :now, :beat)"
+            ),
+            {
+                "id": job_id,
+                "owner": f"{socket.gethostname()[:64]}:999999999:-",
+                "now": now,
+                "beat": now - timedelta(seconds=heartbeat_age_s),
+            },
+        )
+    return job_id
+
+
+def _job_row(database_url: str, job_id: str) -> Any:
+    with get_engine(database_url).connect() as connection:
+        return connection.execute(
+            text("SELECT state, error FROM jobs WHERE id = :id"), {"id": job_id}
+        ).one()
+
+
+def test_a_dead_workers_job_is_reaped_without_a_poll(
+    database_url: str, admin_key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every worker reaps stale jobs every third of the lease: nobody polls this one."""
+    monkeypatch.setenv("RATINGS_DATABASE_URL", database_url)
+    monkeypatch.setenv("RATINGS_JOB_LEASE_S", "0.6")
+    get_settings.cache_clear()
+    from app.main import create_app
+
+    with TestClient(create_app()) as client:
+        client.headers["Authorization"] = f"Bearer {admin_key}"
+        create_ladder(client, "l")
+        job_id = _orphan(database_url, heartbeat_age_s=60)
+        deadline = time.monotonic() + 30
+        while (row := _job_row(database_url, job_id)).state == "running":
+            assert time.monotonic() < deadline, "the job was never reaped"
+            time.sleep(0.05)
+    get_settings.cache_clear()
+    assert row.state == "failed"
+    error = row.error if isinstance(row.error, dict) else __import__("json").loads(row.error)
+    assert error["type"] == "/problems/job-abandoned"
+    if database_url.startswith("sqlite"):
+        assert "process running it ended" in error["detail"]  # seen on this machine
+    else:
+        assert "stopped reporting for 0.6 s" in error["detail"]  # only its silence is seen

@@ -1034,7 +1034,7 @@ class QualityOut(BaseModel):
 # -- jobs -----------------------------------------------------------------------------------
 
 JobKind = Literal["void", "rebuild", "fit"]
-JobState = Literal["queued", "running", "succeeded", "failed"]
+JobState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 
 
 class JobProgress(BaseModel):
