@@ -11,11 +11,13 @@ busy worker than the queries of a short read, so nothing else of a request goes 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
 from typing import Annotated, Any, TypeVar
 
+import anyio
 from anyio import to_thread
 from fastapi import Depends, Header, Path, Query
 from fastapi.responses import Response
@@ -25,10 +27,11 @@ from sqlalchemy.orm import Session
 from app.api.schemas import DEFAULT_PAGE, MAX_PAGE, JobOut
 from app.api.security import Access, require_admin, require_read, require_write
 from app.config import get_settings
+from app.errors import ServiceUnavailable
 from app.services import jobs, ladders
 from app.services.rerate import Rerating
 from app.storage import unit_of_work
-from app.storage.engine import SessionLocal, is_read_only, read_session_factory
+from app.storage.engine import SessionLocal, is_read_only, on_postgres, read_session_factory
 from app.storage.models import Ladder
 
 T = TypeVar("T")
@@ -53,20 +56,61 @@ def _checked(access: Access, work: Callable[[Session], T], session: Session) -> 
     return work(session)
 
 
-async def run(access: Access, work: Callable[[Session], T], *, read_only: bool = False) -> T:
+#: Threads of a worker's pool that SQLite's writers may hold at once (each waits its turn
+#: for the one write lock in a thread): the rest stay for reads, which never wait for it.
+SQLITE_WRITE_THREADS = 4
+
+_write_threads: dict[int, anyio.Semaphore] = {}
+
+
+def _write_threads_of_this_loop() -> anyio.Semaphore:
+    loop = id(asyncio.get_running_loop())
+    semaphore = _write_threads.get(loop)
+    if semaphore is None:
+        semaphore = _write_threads[loop] = anyio.Semaphore(SQLITE_WRITE_THREADS)
+    return semaphore
+
+
+async def run(
+    access: Access,
+    work: Callable[[Session], T],
+    *,
+    read_only: bool = False,
+    bulk: bool = False,
+) -> T:
     """Check the key and run ``work`` in one transaction, committed when it returns (run
     again after a lost conflict), in one trip to the thread pool; its value. ``read_only``:
-    an admin route that only reads (a read route is one already)."""
-    return await to_thread.run_sync(
-        partial(
-            unit_of_work.run,
-            partial(_checked, access, work),
-            read_only=access.reads or read_only,
-            session_factory=(
-                read_session_factory(primary=access.primary) if access.reads else SessionLocal
-            ),
-        )
+    an admin route that only reads (a read route is one already). ``bulk``: a large write
+    (a batch), which on SQLite lets small writes go first (``engine.TurnLock``).
+
+    On SQLite a write waits for a thread of its own among :data:`SQLITE_WRITE_THREADS`
+    first (at most the busy timeout, then 503), so that writers queued behind a long one
+    never hold every thread of the pool: reads and ``/readyz`` keep theirs."""
+    reads = access.reads or read_only
+    call = partial(
+        unit_of_work.run,
+        partial(_checked, access, work),
+        read_only=reads,
+        bulk=bulk,
+        session_factory=(
+            read_session_factory(primary=access.primary) if access.reads else SessionLocal
+        ),
     )
+    if reads or on_postgres(get_settings().database_url):
+        return await to_thread.run_sync(call)
+    semaphore = _write_threads_of_this_loop()
+    acquired = False
+    with anyio.move_on_after(max(get_settings().sqlite_busy_timeout_ms, 1) / 1000):
+        await semaphore.acquire()
+        acquired = True
+    if not acquired:
+        raise ServiceUnavailable(
+            "database: busy with other writes; retry shortly", headers={"Retry-After": "1"}
+        )
+    try:
+        return await to_thread.run_sync(call)
+    finally:
+        semaphore.release()
 
 
 async def answer(

@@ -141,11 +141,21 @@ async def record_match(
 async def record_batch(
     body: MatchBatch, ladder: LadderPath, access: WriteAccess, now: NowDep
 ) -> Response:
-    results = await run(
+    # Rated first, in a read (no write lock held while the batch is rated); then written
+    # in one transaction, all or nothing (rated again there if its players moved meanwhile).
+    ahead = await run(
         access,
-        lambda session: recording.record_matches(
+        lambda session: recording.batch_ahead(
             session=session, ladder_id=ladder, bodies=body.matches, now=now
         ),
+        read_only=True,
+    )
+    results = await run(
+        access,
+        lambda session: recording.record_batch(
+            session=session, ladder_id=ladder, bodies=body.matches, now=now, ahead=ahead
+        ),
+        bulk=True,
     )
     MATCHES_RECORDED.inc(sum(1 for _, created in results if created))
     return _batch_json(results)

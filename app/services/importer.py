@@ -361,7 +361,7 @@ def _write_chunk(
         return _Written(results, ratings_of(session=session, ladder_id=ladder_id, players=players))
 
     try:
-        return unit_of_work.run(work, session_factory=sessions)
+        return unit_of_work.run(work, bulk=True, session_factory=sessions)
     except (MatchRefused, MatchConflict) as exc:
         stop.set()
         raise ImportFailed(

@@ -361,7 +361,7 @@ def _run(job_id: str) -> None:
             step = fitting.fit_job(ladder_id=job.ladder_id, request=job.request, progress=reporter)
         else:
             step = partial(_rerate, job=job, progress=reporter)
-        unit_of_work.run(_work(job, reporter, step, started_at))
+        unit_of_work.run(_work(job, reporter, step, started_at), bulk=True)
     except _Abandoned:
         _log.warning("job %s: ended by another (cancelled or reported failed); rolled back", job_id)
     except _Cancelled:

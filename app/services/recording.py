@@ -742,7 +742,20 @@ def _lock_players(
     in id order (the one order every writer takes them in, so writers never deadlock).
 
     Players not all known to be rated are inserted at the prior first, before any lock is
-    held: two groups creating each other's players while holding locks could deadlock."""
+    held: two groups creating each other's players while holding locks could deadlock.
+    SQLite, whose transaction holds the whole database, inserts nobody here: a new player
+    is at the prior in the states returned, and is written once, with its new rating
+    (``repositories.write_recorded``), so its row and its rank counts change once."""
+    if not repositories.others_write_meanwhile(session=session):
+        return {
+            ladder_id: _with_new_players(
+                work[ladder_id],
+                repositories.lock_players(
+                    session=session, ladder_id=ladder_id, player_ids=work[ladder_id].players
+                ),
+            )
+            for ladder_id in sorted(work)
+        }
     for ladder_id in sorted(work):
         entry = work[ladder_id]
         if not all(hash((ladder_id, p)) in _rated for p in entry.players):
@@ -786,6 +799,18 @@ def _lock_players(
     if len(hints) <= RATED_HINTS:
         _rated.update(hints)
     return locked
+
+
+def _with_new_players(
+    entry: _LadderWork, states: list[repositories.RatingState]
+) -> list[repositories.RatingState]:
+    """``states`` with the entry's players the ladder does not know yet at the prior, in
+    player id order."""
+    if len(states) == len(entry.players):
+        return states
+    known = {state.player_id for state in states}
+    new = [_prior_state(entry.config, p) for p in entry.players if p not in known]
+    return sorted([*states, *new], key=lambda state: state.player_id)
 
 
 def _settle_recorded(entry: _LadderWork, answers: list[Answer | None]) -> list[_Incoming]:
@@ -1191,6 +1216,59 @@ def record_ahead(*, session: Session, ahead: Ahead) -> list[tuple[str, bool]] | 
     ):
         return None
     return [(text, True) for _, text in ahead.rows.write(session)]
+
+
+def batch_ahead(
+    *, session: Session, ladder_id: str, bodies: Sequence[MatchCreate], now: datetime
+) -> Ahead | None:
+    """A batch rated ahead of its transaction (:func:`rate_ahead`), from the ladder and
+    ratings ``session`` reads, a read that takes no write lock: so the write holds
+    SQLite's one lock (and PostgreSQL's row locks) only to write, not to rate. None when
+    it cannot be (an unknown ladder, a recorded match_id, a refused match): the write then
+    records the batch as usual and says why (:func:`record_batch`)."""
+    if not LADDER_ID.fullmatch(ladder_id):
+        return None
+    found = repositories.key_and_ladder(
+        session=session,
+        key_hash="",
+        ladder_id=ladder_id,
+        match_ids=[body.match_id for body in bodies if body.match_id is not None],
+    )
+    if found.algorithm is None or found.params is None or found.recorded:
+        return None
+    ladder = Ladder(id=ladder_id, algorithm=found.algorithm, params=json.loads(found.params))
+    players = sorted({p for body in bodies for team in body.teams for p in team})
+    known = {
+        state.player_id: state
+        for state in repositories.player_states(
+            session=session, ladder_id=ladder_id, player_ids=players
+        )
+    }
+    return rate_ahead(
+        ladder=ladder,
+        algorithm=found.algorithm,
+        params=found.params,
+        bodies=bodies,
+        now=now,
+        known=known,
+    )
+
+
+def record_batch(
+    *,
+    session: Session,
+    ladder_id: str,
+    bodies: Sequence[MatchCreate],
+    now: datetime,
+    ahead: Ahead | None,
+) -> list[tuple[str, bool]]:
+    """A batch, all or nothing: what ``ahead`` rated (:func:`batch_ahead`) if its players'
+    ratings are still those it was rated from, else :func:`record_matches`."""
+    if ahead is not None:
+        written = record_ahead(session=session, ahead=ahead)
+        if written is not None:
+            return written
+    return record_matches(session=session, ladder_id=ladder_id, bodies=bodies, now=now)
 
 
 def ratings_of(

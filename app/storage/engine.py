@@ -48,10 +48,12 @@ PING_AFTER_IDLE_S = 5.0
 
 #: Execution option of a session whose transaction only reads (see :func:`mark_read_only`).
 READ_ONLY = "ratings_read_only"
+#: Execution option of a session whose transactions are bulk writes (:func:`mark_bulk`).
+BULK = "ratings_bulk"
 
 _engines: dict[str, Engine] = {}
 _factories: dict[int, sessionmaker[Session]] = {}
-_writer_locks: dict[int, threading.Lock] = {}
+_writer_locks: dict[int, TurnLock] = {}
 _writer_files: dict[int, int] = {}
 _loop_connections: weakref.WeakSet[LoopConnection] = weakref.WeakSet()
 _lock = threading.Lock()
@@ -333,6 +335,17 @@ def is_read_only(session: Session) -> bool:
     return bool(session.execution_options.get(READ_ONLY))
 
 
+def mark_bulk(session: Session) -> None:
+    """Mark ``session``'s transactions as bulk writes (a batch, an import's chunk, a job):
+    on SQLite they take their turn after the small writers waiting (:class:`TurnLock`)."""
+    session.execution_options = session.execution_options.union({BULK: True})
+
+
+def is_bulk(session: Session) -> bool:
+    """Whether ``session`` was marked with :func:`mark_bulk`."""
+    return bool(session.execution_options.get(BULK))
+
+
 class _SessionLocal:
     """``SessionLocal()``: a new session on the configured database."""
 
@@ -476,11 +489,54 @@ def _as_sqlalchemy(exc: Exception, driver: Any) -> DBAPIError:
     return kind(None, None, exc)
 
 
-def _writer_lock(engine: Engine) -> threading.Lock:
+class TurnLock:
+    """The writers' turn within a process: small writes go before bulk ones.
+
+    A bulk write (a batch, an import's chunk, a job's re-rating) holds SQLite's one write
+    lock for long; a single match waiting behind a queue of them would wait for all of
+    them. So a bulk writer takes its turn only when no small writer waits: a small one
+    waits at most for the bulk write under way. Among writers of one kind, the order is
+    the lock's."""
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition()
+        self._held = False
+        self._small_waiting = 0
+
+    def acquire(self, *, bulk: bool, timeout: float) -> bool:
+        """Take the turn within ``timeout`` seconds; whether it was taken."""
+        deadline = time.monotonic() + timeout
+        with self._condition:
+            if not bulk:
+                self._small_waiting += 1
+            try:
+                while self._held or (bulk and self._small_waiting):
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return False
+                    self._condition.wait(left)
+                self._held = True
+                return True
+            finally:
+                if not bulk:
+                    self._small_waiting -= 1
+                    self._condition.notify_all()  # a bulk writer may go now
+
+    def release(self) -> None:
+        with self._condition:
+            self._held = False
+            self._condition.notify_all()
+
+    def locked(self) -> bool:
+        """Whether a writer holds the turn."""
+        return self._held
+
+
+def _writer_lock(engine: Engine) -> TurnLock:
     with _lock:
         lock = _writer_locks.get(id(engine))
         if lock is None:
-            lock = _writer_locks[id(engine)] = threading.Lock()
+            lock = _writer_locks[id(engine)] = TurnLock()
         return lock
 
 
@@ -547,7 +603,7 @@ def writer_turn(session: Session) -> Iterator[None]:
     timeout = max(get_settings().sqlite_busy_timeout_ms, 0) / 1000
     deadline = time.monotonic() + timeout
     lock = _writer_lock(bind.engine)
-    turn = lock.acquire(timeout=timeout)
+    turn = lock.acquire(bulk=is_bulk(session), timeout=timeout)
     descriptor = _writer_file(bind.engine) if turn else None
     file_turn = descriptor is not None and _take_file_turn(descriptor, deadline)
     try:
@@ -653,8 +709,10 @@ def migration_heads() -> set[str]:
 
 
 def schema_is_current(engine: Engine) -> bool:
-    """Whether the database's schema revision is the newest migration (for ``/readyz``)."""
-    with engine.connect() as connection:
+    """Whether the database's schema revision is the newest migration (for ``/readyz``):
+    read as a read (on SQLite without the write lock, so a long write never makes an
+    instance look unready)."""
+    with engine.connect().execution_options(**{READ_ONLY: True}) as connection:
         if not inspect(connection).has_table("alembic_version"):
             return False
         current = set(connection.scalars(text("SELECT version_num FROM alembic_version")))

@@ -348,6 +348,28 @@ def update_ratings(*, session: Session, ladder_id: str, rows: Sequence[dict[str,
     )
 
 
+_UPSERT_RATINGS_SQL = text(
+    "INSERT INTO ratings (ladder_id, player_id, mu, sigma, conservative, matches, "
+    "last_played_at, updated_at, volatility) VALUES (:ladder_id, :player_id, :mu, :sigma, "
+    ":conservative, :matches, :last_played_at, :updated_at, :volatility) "
+    "ON CONFLICT (ladder_id, player_id) DO UPDATE SET mu = excluded.mu, "
+    "sigma = excluded.sigma, conservative = excluded.conservative, "
+    "matches = excluded.matches, last_played_at = excluded.last_played_at, "
+    "updated_at = excluded.updated_at, volatility = excluded.volatility"
+).bindparams(
+    bindparam("last_played_at", type_=DateTime(timezone=True)),
+    bindparam("updated_at", type_=DateTime(timezone=True)),
+)
+
+
+def upsert_ratings(*, session: Session, ladder_id: str, rows: Sequence[dict[str, Any]]) -> None:
+    """New ratings keyed by player id, inserted for players the ladder does not know yet
+    (SQLite's recordings create no player before: its rank triggers count each row once),
+    updated for the others; rows as for :func:`update_ratings`, with ``volatility``."""
+    if rows:
+        session.execute(_UPSERT_RATINGS_SQL, [{"ladder_id": ladder_id, **row} for row in rows])
+
+
 #: From this many rows a PostgreSQL bulk update goes through COPY into a temporary table:
 #: long texts (result documents) cost far less to send that way than as array literals.
 COPY_UPDATE_ROWS = 1000
@@ -1584,26 +1606,49 @@ _STATE_COLUMNS: dict[str, TypeEngine[Any]] = {
     "last_played_at": DateTime(timezone=True),
     "volatility": Float(),
 }
-_LOCK_PLAYERS_SQL = {
-    # One index lookup per player, in the order given (a nested loop over the ids): the
-    # plan does not hang on the ladder's row count, which the statistics of a growing
-    # ladder underestimate (a scan of the whole ladder looks cheap then).
-    "postgresql": text(
-        "SELECT r.player_id, r.mu, r.sigma, r.matches, r.last_played_at, r.volatility "
-        "FROM json_array_elements_text(CAST(:player_ids AS JSON)) AS p(player_id) "
-        "CROSS JOIN LATERAL (SELECT player_id, mu, sigma, matches, last_played_at, volatility "
-        "FROM ratings "
-        "WHERE ladder_id = :ladder_id AND player_id = p.player_id FOR UPDATE) AS r"
-    ).columns(**_STATE_COLUMNS),
-    # No row locks: the transaction's BEGIN IMMEDIATE holds the database's write lock.
-    "sqlite": text(
-        "SELECT player_id, mu, sigma, matches, last_played_at, volatility FROM ratings "
-        "WHERE ladder_id = :ladder_id AND player_id IN :player_ids "
-        "ORDER BY player_id"
-    )
-    .bindparams(bindparam("player_ids", expanding=True))
-    .columns(**_STATE_COLUMNS),
-}
+
+
+def _players_sql(lock: bool) -> dict[str, Executable]:
+    """The statements that read players' ratings, with row locks (``lock``) or without."""
+    return {
+        # One index lookup per player, in the order given (a nested loop over the ids):
+        # the plan does not hang on the ladder's row count, which the statistics of a
+        # growing ladder underestimate (a scan of the whole ladder looks cheap then).
+        "postgresql": text(
+            "SELECT r.player_id, r.mu, r.sigma, r.matches, r.last_played_at, r.volatility "
+            "FROM json_array_elements_text(CAST(:player_ids AS JSON)) AS p(player_id) "
+            "CROSS JOIN LATERAL (SELECT player_id, mu, sigma, matches, last_played_at, "
+            "volatility FROM ratings WHERE ladder_id = :ladder_id AND player_id = p.player_id"
+            f"{' FOR UPDATE' if lock else ''}) AS r"
+        ).columns(**_STATE_COLUMNS),
+        # No row locks: a writing transaction's BEGIN IMMEDIATE holds the database.
+        "sqlite": text(
+            "SELECT player_id, mu, sigma, matches, last_played_at, volatility FROM ratings "
+            "WHERE ladder_id = :ladder_id AND player_id IN :player_ids "
+            "ORDER BY player_id"
+        )
+        .bindparams(bindparam("player_ids", expanding=True))
+        .columns(**_STATE_COLUMNS),
+    }
+
+
+_LOCK_PLAYERS_SQL = _players_sql(lock=True)
+_UNLOCKED_PLAYERS_SQL = _players_sql(lock=False)
+
+
+def player_states(
+    *, session: Session, ladder_id: str, player_ids: Sequence[str]
+) -> list[RatingState]:
+    """The ratings of ``player_ids`` (sorted), as :func:`lock_players` reads them but
+    without a lock: what a batch is rated ahead from before its transaction."""
+    statement = _UNLOCKED_PLAYERS_SQL[_dialect(session)]
+    out: list[RatingState] = []
+    for chunk in _chunks(list(player_ids), session):
+        rows = session.execute(
+            statement, {"ladder_id": ladder_id, "player_ids": _ids(session, chunk)}
+        )
+        out.extend(RatingState(*row) for row in rows)
+    return out
 
 
 def lock_players(
@@ -1827,13 +1872,18 @@ def write_recorded(
             versions.touch(session, ladder_id)
         seqs = allocate_match_seqs(session=session, count=len(matches))
         rows, members, histories = with_seqs(seqs, matches, participants, history)
+        # The ratings first: a history row refers to its player's rating (SQLite inserts
+        # a new player's here).
+        for ladder_id, update in ratings.items():
+            if _dialect(session) == "sqlite":
+                upsert_ratings(session=session, ladder_id=ladder_id, rows=update)
+            else:
+                update_ratings(session=session, ladder_id=ladder_id, rows=update)
         insert_values(session=session, table=MATCHES, names=MATCH_COLUMNS, values=rows)
         insert_values(
             session=session, table=PARTICIPANTS, names=PARTICIPANT_COLUMNS, values=members
         )
         insert_values(session=session, table=HISTORY, names=HISTORY_COLUMNS, values=histories)
-        for ladder_id, update in ratings.items():
-            update_ratings(session=session, ladder_id=ladder_id, rows=update)
         add_tallies(session=session, stripe=stripe, tallies=tallies or {})
         return seqs
     # Every row as JSON, which PostgreSQL reads back exactly (a float's repr is the

@@ -29,7 +29,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from app.storage import blocks, versions
-from app.storage.engine import SessionLocal, mark_read_only, writer_turn
+from app.storage.engine import SessionLocal, mark_bulk, mark_read_only, writer_turn
 from app.storage.retry import BACKOFF_S, MAX_ATTEMPTS, RETRIES, retry_reason
 
 T = TypeVar("T")
@@ -41,6 +41,7 @@ def run(
     work: Callable[[Session], T],
     *,
     read_only: bool = False,
+    bulk: bool = False,
     attempts: int = MAX_ATTEMPTS,
     session_factory: Callable[[], Session] = SessionLocal,
 ) -> T:
@@ -50,6 +51,8 @@ def run(
         session = session_factory()
         if read_only:
             mark_read_only(session)
+        if bulk:
+            mark_bulk(session)
         try:
             with writer_turn(session):
                 try:
