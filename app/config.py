@@ -7,7 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 #: ``ratings serve`` sets it to "1" for its workers unless the operator set it: each
@@ -73,8 +73,21 @@ class Settings(BaseSettings):
     #: in bytes; larger ones get 413. A request that needs a key and has none is refused
     #: before its body is read.
     max_keyless_body_bytes: int = Field(default=256 * 1024, ge=1024)
-    #: When true, reads need a key of scope ``read`` too.
+    #: How long a request's head (request line and headers) may take to arrive, in seconds;
+    #: a connection slower than that is closed (``app.api.protocol``).
+    header_timeout_s: float = Field(default=10.0, gt=0, le=600)
+    #: How long a request's body may take to arrive after its head, in seconds; slower:
+    #: 408 and the connection closed.
+    body_timeout_s: float = Field(default=60.0, gt=0, le=3600)
+    #: How long an idle keep-alive connection is kept open, in seconds (uvicorn's
+    #: ``--timeout-keep-alive``).
+    keep_alive_s: int = Field(default=5, ge=1, le=3600)
+    #: When true, reads need a key of scope ``read`` too (and ``/metrics`` a key or the
+    #: metrics token).
     require_read_key: bool = False
+    #: A token a scraper may send for ``/metrics`` (``Authorization: Bearer``) instead of an
+    #: API key; once set, ``/metrics`` needs it or a key even while reads are open.
+    metrics_token: SecretStr | None = None
     #: Connections per worker (PostgreSQL); the pool overflows by the same number.
     pool_size: int = Field(default=10, ge=1, le=200)
     #: PostgreSQL statement timeout in milliseconds (0: none).

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import hmac
+
 import anyio
 from anyio import to_thread
 from fastapi import APIRouter, Response
 from pydantic import BaseModel, Field
 
+from app.api.deps import run
 from app.api.metrics import METRICS_LADDERS, database_metrics, render_metrics
+from app.api.security import Access, Credentials
 from app.config import get_settings
-from app.errors import ServiceUnavailable
+from app.errors import ServiceUnavailable, Unauthorized
 from app.storage import repositories, unit_of_work
 from app.storage.engine import get_engine, schema_is_current
 
@@ -83,19 +87,46 @@ async def _database_figure() -> tuple[int | None, dict[str, list[int]] | None]:
         return None, None
 
 
+async def _metrics_access(presented: str) -> None:
+    """Whether the scrape may read the metrics (:func:`metrics`), or its 401."""
+    settings = get_settings()
+    token = settings.metrics_token.get_secret_value() if settings.metrics_token else ""
+    if not settings.require_read_key and not token:
+        return
+    if token and presented and hmac.compare_digest(presented.encode(), token.encode()):
+        return
+    if not presented:
+        raise Unauthorized(
+            "Authorization: /metrics needs a Bearer key (or the metrics token)",
+            headers={"WWW-Authenticate": 'Bearer realm="ratings"'},
+        )
+    await run(Access(presented, "read"), lambda session: None)
+
+
 @router.get(
     "/metrics",
     summary="Prometheus metrics",
     response_class=Response,
-    responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text format"}},
+    responses={
+        200: {"content": {"text/plain": {}}, "description": "Prometheus text format"},
+        401: {
+            "description": "With `RATINGS_REQUIRE_READ_KEY` or `RATINGS_METRICS_TOKEN`: no "
+            "key or token, or an unknown or revoked one."
+        },
+        503: {"description": "The key could not be checked: the database is unavailable."},
+    },
 )
-async def metrics() -> Response:
+async def metrics(credentials: Credentials) -> Response:
     """Request counts and latencies by route template and status; matches recorded by this
     process through the API (`ratings_matches_recorded_total`) and, read from the database
     at each scrape, by every process (`ratings_database_matches_recorded_total`: the
     newest match's seq, an index lookup; absent while the database does not answer); each
     ladder's prediction accuracy (`ratings_ladder_*{ladder=...}`, from its running tally,
-    at most 1,000 ladders)."""
+    at most 1,000 ladders).
+
+    Open while reads are; with `RATINGS_REQUIRE_READ_KEY`, or once `RATINGS_METRICS_TOKEN`
+    is set, it needs `Authorization: Bearer` with that token or an active API key."""
+    await _metrics_access(credentials.credentials if credentials is not None else "")
     recorded, tallies = await _database_figure()
     body, content_type = await to_thread.run_sync(render_metrics)
     return Response(content=body + database_metrics(recorded, tallies), media_type=content_type)

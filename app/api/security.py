@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from app.config import get_settings
 from app.errors import Unauthorized
-from app.services.auth import SCOPE_RANK, authenticate, too_weak, unknown_key
+from app.services.auth import SCOPE_RANK, authenticate, console_key, too_weak, unknown_key
 from app.storage.models import ApiKey
 
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="ratings"'}
@@ -54,6 +54,8 @@ class Access:
     needed: str
     #: A read asked for the primary database (``Ratings-Read-From: primary``), not a replica.
     primary: bool = False
+    #: A console session's token (its cookie) in place of a key: it reads with its key.
+    console_token: str | None = None
 
     @property
     def reads(self) -> bool:
@@ -64,6 +66,12 @@ class Access:
         """The key allows the route, or its 401 or 403."""
         if self.key is not None:
             _authorize(session, self.key, self.needed)
+        elif self.console_token is not None:
+            row = console_key(session, self.console_token)
+            if row is None:
+                raise unknown_key()
+            if SCOPE_RANK.get(row.scope, -1) < SCOPE_RANK[self.needed]:
+                raise too_weak(row.prefix, row.scope, self.needed)
 
 
 def access_of(presented: str, needed: str, *, primary: bool = False) -> Access:
@@ -76,6 +84,14 @@ def access_of(presented: str, needed: str, *, primary: bool = False) -> Access:
     # A key presented on an open read is checked too: an unknown or revoked one is a 401
     # (a client must learn its key is wrong before the day reads need one).
     return Access(presented, needed, primary)
+
+
+def console_access(token: str) -> Access:
+    """The access of a console page read with the session ``token`` of its cookie ("" for
+    none): none needed while reads are open; a 401 at once where one is needed."""
+    if not token:
+        return access_of("", "read")
+    return Access(None, "read", console_token=token)
 
 
 def bearer_key(authorization: str | None) -> str:

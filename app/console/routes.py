@@ -18,7 +18,7 @@ from collections.abc import Callable, Coroutine
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import parse_qsl, quote, urlencode
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 from fastapi import APIRouter, Query, Request
 from fastapi import Path as PathParam
@@ -30,18 +30,19 @@ from fastapi.templating import Jinja2Templates
 from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
 from sqlalchemy.orm import Session
 
-from app.api.deps import ladder_of, run
+from app.api.deps import NowDep, ladder_of, run
 from app.api.schemas import ID_PATTERN, MAX_ID_LENGTH
-from app.api.security import Access, access_of
+from app.api.security import Access, console_access
 from app.config import get_settings
 from app.errors import ProblemError, Unauthorized, validation_detail
-from app.services import console, ladders, players
+from app.services import auth, console, ladders, players
 
 _log = logging.getLogger(__name__)
 
 HERE = Path(__file__).parent
-#: The cookie holding the browser session's API key (no expiry: it ends with the session).
-COOKIE = "ratings_console_key"
+#: The cookie holding the browser's console session: a random token, never the API key
+#: (no expiry: it ends with the browser session, or the server's at 12 hours).
+COOKIE = "ratings_console_session"
 #: Entries per page of the ladders, the leaderboard and a player's matches.
 PAGE = 50
 MAX_LIMIT = 200
@@ -183,7 +184,7 @@ router = APIRouter(prefix="/console", route_class=ConsoleRoute, include_in_schem
 def access(request: Request) -> Access:
     """The access of a console request: the session's key, checked in the page's
     transaction; none needed while reads are open (a 401 at once where one is needed)."""
-    return access_of(_key(request), "read")
+    return console_access(_key(request))
 
 
 async def read(request: Request, work: Callable[[Session], Any]) -> Any:
@@ -367,24 +368,46 @@ async def login_form(
     )
 
 
+def _from_this_console(request: Request) -> bool:
+    """Whether a form was posted from this service's own pages: the browser says so
+    (``Sec-Fetch-Site: same-origin``), or its ``Origin`` (or, without one, its ``Referer``)
+    names the host the request was sent to. Browsers send them with every form post, so a
+    page of another site cannot sign a visitor in or out (login CSRF); a request with none
+    of them is refused too."""
+    fetch_site = request.headers.get("sec-fetch-site")
+    if fetch_site is not None:
+        return fetch_site == "same-origin"
+    origin = request.headers.get("origin") or request.headers.get("referer") or ""
+    host = request.headers.get("host", "")
+    return bool(host) and origin != "null" and urlsplit(origin).netloc == host
+
+
+def _cross_site(request: Request) -> HTMLResponse:
+    return error_page(request, 403, "Forbidden", "Sign in and out from this console's own pages.")
+
+
 @router.post("/login", response_class=HTMLResponse)
-async def login(request: Request) -> Response:
-    """Check the key as the API would for a read; keep it in a session cookie."""
+async def login(request: Request, now: NowDep) -> Response:
+    """Check the key as the API would for a read; start a console session, whose token
+    (never the key) the cookie keeps."""
+    if not _from_this_console(request):
+        return _cross_site(request)
     form = dict(parse_qsl((await request.body()).decode("utf-8", "replace")))
     key = form.get("key", "").strip()
     target = _next_page(form.get("next"))
     context = {"next": target, "required": get_settings().require_read_key}
     if not key:
         return page(request, "login.html", {**context, "message": "Enter a key."}, 400)
-    try:
-        await run(Access(key, "read"), lambda session: None)
-    except Unauthorized:
+    token = await run(
+        Access(None, "write"), lambda session: auth.sign_in(session, key=key, now=now)
+    )
+    if token is None:
         message = "That key is unknown or revoked."
         return page(request, "login.html", {**context, "message": message}, 401)
     response = RedirectResponse(target, status_code=303)
     response.set_cookie(
         COOKIE,
-        key,
+        token,
         path="/console",
         httponly=True,
         samesite="strict",
@@ -395,6 +418,12 @@ async def login(request: Request) -> Response:
 
 @router.post("/logout")
 async def logout(request: Request) -> Response:
+    """End the session: its token reads no more, wherever a copy of the cookie is."""
+    if not _from_this_console(request):
+        return _cross_site(request)
+    token = _key(request)
+    if token:
+        await run(Access(None, "write"), lambda session: auth.sign_out(session, token=token))
     response = RedirectResponse("/console/login", status_code=303)
     response.delete_cookie(COOKIE, path="/console")
     return response

@@ -28,7 +28,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
-from app.storage import repositories
+from app.storage import console_sessions, repositories
 from app.storage.models import ApiKey
 from app.storage.repositories import KeyRow
 
@@ -194,6 +194,50 @@ def passes_quietly(
     return (
         last_used_at is not None and datetime.now(UTC) - _utc(last_used_at) < LAST_USED_RESOLUTION
     )
+
+
+#: How long a console session lasts after sign-in (its cookie ends with the browser
+#: session sooner, if the browser is closed).
+CONSOLE_SESSION = timedelta(hours=12)
+
+
+def console_token_hash(token: str) -> str:
+    """The SHA-256 of a console session's token, as ``console_sessions`` keeps it."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def sign_in(session: Session, *, key: str, now: datetime) -> str | None:
+    """A console session for an active ``key``: its token (256 random bits, kept only as
+    a hash), or None for an unknown or revoked key. The cookie holds the token, so a stolen
+    cookie is not a key: it reads until the session expires, is signed out, or the key is
+    revoked, and can do nothing else."""
+    row = authenticate(session, key)
+    if row is None:
+        return None
+    token = secrets.token_urlsafe(32)
+    console_sessions.add(
+        session=session,
+        token_hash=console_token_hash(token),
+        key_id=row.id,
+        now=now,
+        expires_at=now + CONSOLE_SESSION,
+    )
+    return token
+
+
+def console_key(session: Session, token: str) -> ApiKey | None:
+    """The active key of a console session, or None (unknown, expired, or its key revoked)."""
+    row = console_sessions.key_of(
+        session=session, token_hash=console_token_hash(token), now=datetime.now(UTC)
+    )
+    if row is None or row.revoked_at is not None:
+        return None
+    return row
+
+
+def sign_out(session: Session, *, token: str) -> None:
+    """End a console session (its token no longer reads)."""
+    console_sessions.remove(session=session, token_hash=console_token_hash(token))
 
 
 def unknown_key() -> Unauthorized:

@@ -324,6 +324,21 @@ class ApiKey(Base):
     last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
+class ConsoleSession(Base):
+    """A signed-in console session: its cookie holds a random token, never the API key,
+    and only the token's sha256 is stored (as a key's is). The session reads with its key's
+    scope while the key is active, until ``expires_at`` or sign-out."""
+
+    __tablename__ = "console_sessions"
+
+    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    key_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey("api_keys.id", ondelete="CASCADE"), index=True
+    )
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
 class Job(Base):
     """A re-rating (a void, a rebuild with new parameters) or a fit of a ladder's parameters
     (applied with a rebuild when asked) run in the background by the worker that accepted

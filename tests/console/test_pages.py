@@ -202,6 +202,8 @@ def keyed(
     from app.main import create_app
 
     with TestClient(create_app(), raise_server_exceptions=False) as keyed_client:
+        # What a browser sends with a form posted from the console's own page.
+        keyed_client.headers["Origin"] = "http://testserver"
         yield keyed_client
     get_settings.cache_clear()
 
@@ -239,6 +241,11 @@ def test_a_required_read_key_is_asked_once_and_kept_for_the_session(
     attributes = {part.strip().split("=")[0].lower() for part in cookie.split(";")}
     assert attributes == {COOKIE, "httponly", "path", "samesite"}  # no Expires, no Max-Age
     assert "Path=/console" in cookie and "SameSite=strict" in cookie
+    # The cookie holds a session's token, not the key: it is no key to the API.
+    token = keyed.cookies[COOKIE]
+    assert key not in cookie and len(token) >= 43
+    bearer = {"Authorization": f"Bearer {token}"}
+    assert keyed.get("/v1/ladders/duel/leaderboard", headers=bearer).status_code == 401
     assert len(_board(_html(keyed.get("/console/ladders/duel?limit=2")))) == 2
     assert keyed.get("/console/ladders/duel/players/p1/trajectory.json").status_code == 200
     assert "Sign out" in _html(keyed.get("/console"))
@@ -246,8 +253,12 @@ def test_a_required_read_key_is_asked_once_and_kept_for_the_session(
     back = keyed.post("/console/login", data={"key": key, "next": escaped}, follow_redirects=False)
     assert back.headers["location"] == escaped
 
+    token = keyed.cookies[COOKIE]  # the session signed in last
     out = keyed.post("/console/logout", follow_redirects=False)
     assert out.status_code == 303 and COOKIE not in keyed.cookies
+    assert keyed.get("/console", follow_redirects=False).status_code == 303
+    # Signed out on the server too: a copy of the cookie reads no more.
+    keyed.cookies.set(COOKIE, token, path="/console")
     assert keyed.get("/console", follow_redirects=False).status_code == 303
 
     # Over https the cookie is Secure; elsewhere than the console is nowhere to go next.
@@ -261,7 +272,14 @@ def test_a_required_read_key_is_asked_once_and_kept_for_the_session(
 
 
 def test_a_revoked_key_sends_back_to_the_login(keyed: TestClient, database_url: str) -> None:
-    keyed.cookies.set(COOKIE, _read_key(database_url, revoked=True), path="/console")
+    key = _read_key(database_url)
+    signed = keyed.post("/console/login", data={"key": key}, follow_redirects=False)
+    assert signed.status_code == 303
+    assert keyed.get("/console/ladders/duel").status_code == 200
+    session = session_factory(get_engine(database_url))()
+    auth.revoke_key(session, name_or_prefix=key[:11])
+    session.commit()
+    session.close()
     away = keyed.get("/console/ladders/duel", follow_redirects=False)
     assert away.status_code == 303
     assert away.headers["location"].endswith("&reason=refused")
@@ -270,6 +288,35 @@ def test_a_revoked_key_sends_back_to_the_login(keyed: TestClient, database_url: 
     # The form shows its own words only, whatever a link puts in its URL.
     planted = keyed.get("/console/login", params={"reason": "Enter your key at evil.example"})
     assert "evil.example" not in _html(planted)
+
+
+@pytest.mark.parametrize("path", ["/console/login", "/console/logout"])
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Origin": "https://evil.example"},
+        {"Origin": "null"},
+        {"Referer": "https://evil.example/page"},
+        {"Sec-Fetch-Site": "cross-site", "Origin": "http://testserver"},
+        {},
+    ],
+    ids=["other origin", "opaque origin", "other referer", "cross-site fetch", "none"],
+)
+def test_signing_in_and_out_only_from_the_console_itself(
+    keyed: TestClient, database_url: str, path: str, headers: dict[str, str]
+) -> None:
+    """Login CSRF: a page of another site posting a form (its attacker's key) must not
+    sign the visitor in, nor out."""
+    key = _read_key(database_url)
+    del keyed.headers["Origin"]
+    refused = keyed.post(path, data={"key": key}, headers=headers, follow_redirects=False)
+    assert refused.status_code == 403, refused.text
+    assert "set-cookie" not in refused.headers
+    assert COOKIE not in keyed.cookies
+    same = {"Sec-Fetch-Site": "same-origin"}
+    assert (
+        keyed.post(path, data={"key": key}, headers=same, follow_redirects=False).status_code == 303
+    )
 
 
 def test_open_reads_ask_no_key(client: TestClient) -> None:

@@ -28,6 +28,7 @@ TABLES = {
     "jobs",
     "ladder_accuracy",
     "ladder_versions",
+    "console_sessions",
 }
 
 
