@@ -61,6 +61,12 @@ class Forbidden(ProblemError):
     type = "/problems/forbidden"
 
 
+class RequestTimeout(ProblemError):
+    status = 408
+    title = "Request Timeout"
+    type = "/problems/request-timeout"
+
+
 class PayloadTooLarge(ProblemError):
     status = 413
     title = "Content Too Large"
@@ -179,7 +185,13 @@ async def _http_exception(request: Request, exc: Exception) -> Response:
     if exc.status_code == 404 and detail == "Not Found":
         detail = f"path: no route {request.url.path}"
     elif exc.status_code == 405 and detail == "Method Not Allowed":
+        # Every method of every route of the path (``app.api.routing.allowed_methods``,
+        # set by ``create_app``): Starlette names only those of the first route it met.
+        allowed = request.app.state.allowed_methods(request.url.path)
         detail = f"method: {request.method} is not allowed on {request.url.path}"
+        return problem_response(
+            status=405, detail=detail, headers={**(exc.headers or {}), "Allow": ", ".join(allowed)}
+        )
     elif exc.status_code == 400 and detail == _UNPARSABLE_BODY:
         # FastAPI's answer when the JSON decoder itself gives up (nesting deeper than the
         # interpreter's recursion limit, an integer of thousands of digits): a malformed

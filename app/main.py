@@ -6,6 +6,7 @@ import gc
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -16,6 +17,7 @@ from app.api.ops import router as ops_router
 from app.api.ratelimit import RateLimitMiddleware
 from app.api.reads import ReadPath, document_validators
 from app.api.router import api_router
+from app.api.routing import allowed_methods, route_table
 from app.api.writer import GroupWriter
 from app.config import GC_TUNING_ENV, Settings, get_settings
 from app.console.routes import router as console_router
@@ -113,6 +115,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # The console's files first: its router ends with a page for every other path under it.
     application.mount("/console/static", console_static, name="console-static")
     application.include_router(console_router)
+    application.state.allowed_methods = partial(allowed_methods, route_table(application.routes))
     # The reads' own path, behind the middleware below (they see its requests too).
     application.add_middleware(ReadPath, settings=settings)
     application.add_middleware(HeadMiddleware)

@@ -24,32 +24,26 @@ from __future__ import annotations
 
 import ctypes
 import json
-import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any
 
 import anyio
 import anyio.to_thread
-from fastapi.dependencies.models import Dependant
-from fastapi.routing import iter_route_contexts
 from starlette.datastructures import Headers
-from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.api.security import bearer_key, require_admin, require_read, require_write
+from app.api.routing import Route, route_scope, route_table
+from app.api.security import bearer_key
 from app.config import get_settings
 from app.domain.jsontext import DuplicateKey, unique_keys
-from app.errors import InvalidInput, PayloadTooLarge, ProblemError, problem_response
+from app.errors import (
+    InvalidInput,
+    PayloadTooLarge,
+    ProblemError,
+    RequestTimeout,
+    problem_response,
+)
 from app.services import auth
 from app.storage import unit_of_work
-
-#: The scope each access dependency stands for.
-_ACCESS: dict[Callable[..., Any], str] = {
-    require_read: "read",
-    require_write: "write",
-    require_admin: "admin",
-}
 
 #: A JSON body from this size on is checked in the thread pool.
 CHECK_IN_THREAD_BYTES = 64 * 1024
@@ -58,54 +52,6 @@ CHECK_IN_THREAD_BYTES = 64 * 1024
 RELEASE_AFTER_BYTES = 1 << 20
 #: Methods whose requests carry no body to look at.
 _BODILESS = frozenset({"GET", "HEAD", "OPTIONS"})
-
-
-def needed_scope(dependant: Dependant) -> str | None:
-    """The key scope a route's dependencies ask for (``read``, ``write``, ``admin``), or
-    None for a route open to all (the console's sign-in, the documents)."""
-    for dependency in dependant.dependencies:
-        if dependency.call in _ACCESS:
-            return _ACCESS[dependency.call]
-        found = needed_scope(dependency)
-        if found is not None:
-            return found
-    return None
-
-
-@dataclass(frozen=True, slots=True)
-class _Route:
-    """What the gate knows of a route: its path, methods (None: any) and needed scope."""
-
-    path: re.Pattern[str]
-    methods: frozenset[str] | None
-    needed: str | None
-
-
-def route_table(routes: list[BaseRoute]) -> list[_Route]:
-    """Every route of the application (the included routers' too), as the gate reads it."""
-    table = []
-    for context in iter_route_contexts(routes):
-        path = getattr(context, "path_regex", None)
-        if path is None:
-            continue
-        methods = context.methods
-        dependant = getattr(context, "dependant", None)
-        table.append(
-            _Route(
-                path=path,
-                methods=frozenset(methods) if methods is not None else None,
-                needed=needed_scope(dependant) if dependant is not None else None,
-            )
-        )
-    return table
-
-
-def _route_scope(table: list[_Route], method: str, path: str) -> tuple[bool, str | None]:
-    """Whether a route takes this method and path, and the scope it needs."""
-    for route in table:
-        if (route.methods is None or method in route.methods) and route.path.match(path):
-            return True, route.needed
-    return False, None
 
 
 def _is_json(content_type: str | None) -> bool:
@@ -191,7 +137,7 @@ class BodyGate:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.max_keyless_body_bytes = min(max_keyless_body_bytes, max_body_bytes)
-        self._routes: list[_Route] | None = None
+        self._routes: list[Route] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -215,8 +161,15 @@ class BodyGate:
         async def key_checked() -> bool:
             return await anyio.to_thread.run_sync(_known_key, key)
 
-        body = await _read(receive, limit, self.max_keyless_body_bytes, key_checked)
+        body: bytes | int | ProblemError | None = RequestTimeout(
+            f"body: not received whole within {get_settings().body_timeout_s:g} s"
+        )
+        with anyio.move_on_after(get_settings().body_timeout_s):
+            body = await _read(receive, limit, self.max_keyless_body_bytes, key_checked)
         if body is None:  # the client went away
+            return
+        if isinstance(body, RequestTimeout):  # a slow client: its partial body is let go
+            await _send_problem(send, body)
             return
         if isinstance(body, ProblemError):  # a made-up key: no more of its body is read
             await _send_problem(send, body, close=False)
@@ -246,7 +199,7 @@ class BodyGate:
         root = scope.get("root_path", "")
         if root and path.startswith(root):
             path = path[len(root) :]
-        found, needed = _route_scope(self._routes, scope["method"], path)
+        found, needed = route_scope(self._routes, scope["method"], path)
         if not found:
             return True
         if needed is None:

@@ -151,6 +151,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         workers=workers,
         log_level=settings.log_level,
         log_config=log_config(),
+        http="app.api.protocol:BoundedHttpToolsProtocol",
+        timeout_keep_alive=settings.keep_alive_s,
     )
     return 0
 

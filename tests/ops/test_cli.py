@@ -245,13 +245,16 @@ def wait_until_up(base: str, process: subprocess.Popen[str]) -> None:
     raise AssertionError("the server did not come up")
 
 
-def serve(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
+def serve(
+    tmp_path: Path, *extra: str, env_extra: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[str], str]:
     port = free_port()
     env = {
         **os.environ,
         "RATINGS_DATABASE_URL": f"sqlite:///{tmp_path / 'served.db'}",
         "RATINGS_LOG_LEVEL": "warning",
         "RATINGS_MAX_BODY_BYTES": "4096",
+        **(env_extra or {}),
     }
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     process = subprocess.Popen(
@@ -303,6 +306,42 @@ class TestServe:
         finally:
             _, err = stop(process)
         assert not KEY.findall(err)
+
+    def test_slow_clients_are_let_go(self, tmp_path: Path) -> None:
+        """A request head that trickles in, a body that never ends and an idle keep-alive
+        connection each lose their connection at their bound (1 s each here)."""
+        bounds = {
+            "RATINGS_HEADER_TIMEOUT_S": "1",
+            "RATINGS_BODY_TIMEOUT_S": "1",
+            "RATINGS_KEEP_ALIVE_S": "1",
+        }
+        process, base = serve(tmp_path, env_extra=bounds)
+        port = int(base.rsplit(":", 1)[1])
+        try:
+            wait_until_up(base, process)
+
+            def closed_after(first: bytes) -> bytes:
+                """What the server sends before it closes a connection that sent ``first``
+                and then waits (within 20 s: far past every bound)."""
+                with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
+                    sock.sendall(first)
+                    received = b""
+                    while chunk := sock.recv(65536):
+                        received += chunk
+                    return received
+
+            assert closed_after(b"") == b""  # connected, never asked
+            assert closed_after(b"GET /healthz HTTP/1.1\r\nHost: x\r\n") == b""  # head unfinished
+            slow_body = (
+                b"POST /v1/ladders/x/quality HTTP/1.1\r\nHost: x\r\n"
+                b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
+            )
+            answered = closed_after(slow_body)
+            assert answered.startswith(b"HTTP/1.1 408 "), answered
+            idle = closed_after(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert idle.startswith(b"HTTP/1.1 200 ") and response_complete(idle)
+        finally:
+            stop(process)
 
     def test_metrics_sum_over_workers(self, tmp_path: Path) -> None:
         process, base = serve(tmp_path, "--workers", "2")

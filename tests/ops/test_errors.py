@@ -22,7 +22,23 @@ class TestRouting:
         response = client.delete("/healthz")
         body = assert_problem(response, 405)
         assert "DELETE" in body["detail"]
-        assert "GET" in response.headers["allow"]
+        assert response.headers["allow"] == "GET, HEAD"
+
+    @pytest.mark.parametrize(
+        ("path", "allowed"),
+        [
+            ("/v1/ladders/x/matches", "GET, HEAD, POST"),
+            ("/v1/ladders/x/players/p", "DELETE, GET, HEAD, PUT"),
+            ("/v1/ladders/x", "DELETE, GET, HEAD, PATCH"),
+            ("/v1/jobs/j", "DELETE, GET, HEAD"),
+        ],
+    )
+    def test_allow_lists_every_method_of_the_path(
+        self, client: TestClient, path: str, allowed: str
+    ) -> None:
+        response = client.request("TRACE", path)
+        assert_problem(response, 405)
+        assert response.headers["allow"] == allowed
 
 
 class TestValidation:

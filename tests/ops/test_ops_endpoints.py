@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 from prometheus_client import REGISTRY
+from pydantic import SecretStr
 
 from app.api import ops
 from app.config import get_settings
@@ -135,6 +136,25 @@ class TestMetrics:
         assert "# TYPE ratings_matches_recorded_total counter" in text
         assert 'ratings_http_requests_total{method="GET",route="/healthz",status="200"}' in text
 
+    @pytest.mark.parametrize("setting", ["RATINGS_REQUIRE_READ_KEY", "RATINGS_METRICS_TOKEN"])
+    def test_the_metrics_need_a_key_or_their_token_when_reads_do(
+        self,
+        db_url: str,
+        make_key: Callable[[str, str], auth.NewKey],
+        monkeypatch: pytest.MonkeyPatch,
+        setting: str,
+    ) -> None:
+        """The metrics name every ladder: closed with the reads, or by their own token."""
+        monkeypatch.setenv(setting, "true" if setting.endswith("KEY") else "scrape-token-1")
+        monkeypatch.setenv("RATINGS_METRICS_TOKEN", "scrape-token-1")
+        get_settings.cache_clear()
+        key = make_key("read", "prometheus").key
+        with TestClient(create_app(), raise_server_exceptions=False) as client:
+            assert_problem(client.get("/metrics"), 401)
+            assert_problem(client.get("/metrics", headers=bearer("wrong-token")), 401)
+            assert client.get("/metrics", headers=bearer("scrape-token-1")).status_code == 200
+            assert client.get("/metrics", headers=bearer(key)).status_code == 200
+
     def test_matches_recorded_counter(
         self, client: TestClient, make_key: Callable[[str, str], auth.NewKey]
     ) -> None:
@@ -250,7 +270,11 @@ class TestSettings:
             "RATINGS_WORKERS": "3",
             "RATINGS_MAX_BODY_BYTES": "4096",
             "RATINGS_MAX_KEYLESS_BODY_BYTES": "2048",
+            "RATINGS_HEADER_TIMEOUT_S": "4",
+            "RATINGS_BODY_TIMEOUT_S": "30",
+            "RATINGS_KEEP_ALIVE_S": "7",
             "RATINGS_REQUIRE_READ_KEY": "true",
+            "RATINGS_METRICS_TOKEN": "scrape-me",
             "RATINGS_POOL_SIZE": "7",
             "RATINGS_STATEMENT_TIMEOUT_MS": "2500",
             "RATINGS_REPLY_GRACE_MS": "700",
@@ -283,7 +307,11 @@ class TestSettings:
             "workers": 3,
             "max_body_bytes": 4096,
             "max_keyless_body_bytes": 2048,
+            "header_timeout_s": 4.0,
+            "body_timeout_s": 30.0,
+            "keep_alive_s": 7,
             "require_read_key": True,
+            "metrics_token": SecretStr("scrape-me"),
             "pool_size": 7,
             "statement_timeout_ms": 2500,
             "reply_grace_ms": 700,

@@ -16,6 +16,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictBool,
     StringConstraints,
     ValidationInfo,
     WithJsonSchema,
@@ -373,7 +374,7 @@ class LadderUpdate(RequestBody):
     description: (
         Annotated[str, StringConstraints(max_length=1000, pattern=r"^[^\x00]*$")] | None
     ) = None
-    rebuild: bool = Field(
+    rebuild: StrictBool = Field(
         default=False,
         description="Change the parameters and replay every match with them, in one transaction.",
     )

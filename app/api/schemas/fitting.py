@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from app.api.schemas import Algorithm, LadderUpdated
 
@@ -44,7 +44,7 @@ class FitRequest(BaseModel):
         description="The share of the ladder's matches (oldest first, in the order it rates "
         "them) fitted on; the rest measures the result.",
     )
-    apply: bool = Field(
+    apply: StrictBool = Field(
         default=False,
         description="Change the ladder's parameters to the fitted ones and rebuild it, in "
         "the job's one transaction.",

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import sqlalchemy as sa
 from alembic import op
+
+from app.migrations.checks import replace_check
 
 revision: str = "0017"
 down_revision: str | None = "0016"
@@ -25,32 +26,10 @@ OLD = "state IN ('queued', 'running', 'succeeded', 'failed')"
 NEW = "state IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')"
 
 
-def _replace_state_check(old: str, new: str) -> None:
-    bind = op.get_bind()
-    if bind.dialect.name != "sqlite":
-        name = op.f("ck_jobs_state")
-        op.drop_constraint(name, "jobs", type_="check")
-        op.create_check_constraint(name, "jobs", new)
-        return
-    version = bind.exec_driver_sql("PRAGMA schema_version").scalar_one()
-    bind.exec_driver_sql("PRAGMA writable_schema = ON")
-    changed = bind.execute(
-        sa.text(
-            "UPDATE sqlite_master SET sql = replace(sql, :old, :new) "
-            "WHERE type = 'table' AND name = 'jobs' AND instr(sql, :old) > 0"
-        ),
-        {"old": old, "new": new},
-    ).rowcount
-    bind.exec_driver_sql(f"PRAGMA schema_version = {int(version) + 1}")
-    bind.exec_driver_sql("PRAGMA writable_schema = OFF")
-    if changed != 1:
-        raise RuntimeError(f"jobs: {old!r} was not found in its schema")
-
-
 def upgrade() -> None:
-    _replace_state_check(OLD, NEW)
+    replace_check("jobs", "state", OLD, NEW)
 
 
 def downgrade() -> None:
     op.execute("UPDATE jobs SET state = 'failed' WHERE state = 'cancelled'")
-    _replace_state_check(NEW, OLD)
+    replace_check("jobs", "state", NEW, OLD)
