@@ -14,6 +14,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.api.bodies import BodyGate
 from app.api.metrics import MetricsMiddleware
 from app.api.ops import router as ops_router
+from app.api.problems import extend_openapi, install_error_handlers
 from app.api.ratelimit import RateLimitMiddleware
 from app.api.reads import ReadPath, document_validators
 from app.api.router import api_router
@@ -22,8 +23,8 @@ from app.api.writer import GroupWriter
 from app.config import GC_TUNING_ENV, Settings, get_settings
 from app.console.routes import router as console_router
 from app.console.routes import static_files as console_static
-from app.errors import extend_openapi, install_error_handlers
 from app.services import jobs
+from app.storage import unit_of_work
 
 DESCRIPTION = """\
 Skill ratings for game backends: post match results, read leaderboards, ask for a
@@ -80,7 +81,7 @@ def tune_gc() -> None:
 async def _lifespan(_app: FastAPI) -> AsyncIterator[None]:
     if os.environ.get(GC_TUNING_ENV) == "1":
         tune_gc()
-    reaper = jobs.Reaper()
+    reaper = jobs.Reaper(unit_of_work.transactor())
     reaper.start()
     try:
         yield

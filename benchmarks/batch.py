@@ -54,8 +54,9 @@ ROOT = _HERE.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from app.api import schemas  # noqa: E402
 from app.config import Settings  # noqa: E402
+from app.domain.documents.matches import MAX_BATCH, MAX_BATCH_SLOTS  # noqa: E402
+from app.domain.documents.shared import MAX_ID_LENGTH, MAX_META_BYTES  # noqa: E402
 from benchmarks.databases import fresh_database, print_table  # noqa: E402
 from benchmarks.http import (  # noqa: E402
     Server,
@@ -66,7 +67,7 @@ from benchmarks.http import (  # noqa: E402
 
 DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432"
 LADDER = "bench-batch"
-ID_LENGTH = schemas.MAX_ID_LENGTH
+ID_LENGTH = MAX_ID_LENGTH
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ SHAPES = {
 
 #: ``meta`` of just under ``MAX_META_BYTES`` as compact JSON, of the values that cost the
 #: most memory once parsed (a float object for every four bytes).
-META = {"samples": [0.5] * ((schemas.MAX_META_BYTES - 16) // 4)}
+META = {"samples": [0.5] * ((MAX_META_BYTES - 16) // 4)}
 
 
 def long_id(prefix: str, n: int) -> str:
@@ -107,7 +108,7 @@ def long_id(prefix: str, n: int) -> str:
 def batch_body(shape: Shape, slots: int, tag: str) -> tuple[bytes, int]:
     """The body of the largest batch of ``shape`` within ``slots``, ``MAX_BATCH`` and the
     default body limit, and its match count."""
-    count = min(schemas.MAX_BATCH, slots // shape.players)
+    count = min(MAX_BATCH, slots // shape.players)
     if shape.meta:
         one, _ = batch_body(Shape(shape.teams, shape.size), shape.players, tag)
         # A match's text, its meta and the comma before it, without the body's wrapper.
@@ -243,7 +244,7 @@ def main() -> int:
     parser.add_argument(
         "--slots",
         type=int,
-        default=getattr(schemas, "MAX_BATCH_SLOTS", 100_000),
+        default=MAX_BATCH_SLOTS,
         help="player slots of the largest batch (default: the service's bound)",
     )
     parser.add_argument("--algorithm", default="trueskill")

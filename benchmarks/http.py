@@ -107,7 +107,7 @@ if str(ROOT) not in sys.path:
 CEILING_SOURCE = """\
 from fastapi import FastAPI, Response
 
-from app.api.schemas import MatchCreate
+from app.domain.documents.matches import MatchCreate
 
 app = FastAPI()
 
@@ -878,7 +878,7 @@ def prepare_floor(url: str, bodies: dict[str, list[dict[str, Any]]]) -> str:
     players: the floor measures recordings of rated players). Returns the key."""
     from datetime import UTC, datetime
 
-    from app.api.schemas import LadderCreate
+    from app.domain.documents.ladders import LadderCreate
     from app.domain.ladders import ladder_config
     from app.services import ladders, recording
     from app.storage import repositories
@@ -896,7 +896,7 @@ def prepare_floor(url: str, bodies: dict[str, list[dict[str, Any]]]) -> str:
             recording._insert_ratings(
                 session=session,
                 ladder=ladder,
-                config=ladder_config(ladder),
+                config=ladder_config(ladder.algorithm, ladder.params),
                 players=sorted({p for match in matches for team in match["teams"] for p in team}),
                 now=now,
             )
@@ -915,7 +915,7 @@ def capture_floor(
     transaction's statements (:func:`captured_statements`)."""
     from datetime import UTC, datetime
 
-    from app.api.schemas import MatchCreate
+    from app.domain.documents.matches import MatchCreate
     from app.services import auth
     from app.services.recording import Submitted, record_group
     from app.storage import unit_of_work

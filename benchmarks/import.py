@@ -35,10 +35,11 @@ ROOT = _HERE.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from app.api.schemas import LadderCreate  # noqa: E402
+from app.domain.documents.ladders import LadderCreate  # noqa: E402
 from app.services import ladders  # noqa: E402
 from app.services.importer import DEFAULT_CHUNK, import_matches  # noqa: E402
 from app.storage.engine import get_engine, session_factory, upgrade  # noqa: E402
+from app.storage.unit_of_work import transactor  # noqa: E402
 from benchmarks.databases import fresh_database, print_table  # noqa: E402
 
 #: ``../shared/data`` from the project root.
@@ -70,7 +71,7 @@ def run(url: str, path: Path, algorithm: str, chunk: int) -> tuple[int, float, f
         session.commit()
     started, cpu = time.perf_counter(), time.process_time()
     summary = import_matches(
-        sessions=sessions, ladder_id="bench", path=path, chunk=chunk, progress=False
+        transact=transactor(sessions), ladder_id="bench", path=path, chunk=chunk
     )
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     assert summary.recorded == summary.read, summary

@@ -57,11 +57,12 @@ if str(ROOT) not in sys.path:
 from sqlalchemy import UniqueConstraint  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
-from app.api.schemas import LadderCreate  # noqa: E402
+from app.domain.documents.ladders import LadderCreate  # noqa: E402
 from app.services import ladders  # noqa: E402
 from app.services.importer import import_matches  # noqa: E402
 from app.storage.engine import dispose_engines, get_engine, session_factory, upgrade  # noqa: E402
 from app.storage.models import Base  # noqa: E402
+from app.storage.unit_of_work import transactor  # noqa: E402
 from benchmarks.databases import fresh_database, print_table  # noqa: E402
 
 DEFAULT_FOOTBALL = Path("../shared/data/intl_football.jsonl")
@@ -146,7 +147,7 @@ def load(url: str, lines: list[str], algorithm: str, chunk: int, folder: str) ->
         )
         session.commit()
     summary = import_matches(
-        sessions=sessions, ladder_id=LADDER, path=path, chunk=chunk, progress=False
+        transact=transactor(sessions), ladder_id=LADDER, path=path, chunk=chunk
     )
     assert summary.recorded == len(lines), summary
     dispose_engines()

@@ -29,7 +29,8 @@ ROOT = _HERE.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from app.api.schemas import MAX_BATCH, LadderCreate, MatchCreate  # noqa: E402
+from app.domain.documents.ladders import LadderCreate  # noqa: E402
+from app.domain.documents.matches import MAX_BATCH, MatchCreate  # noqa: E402
 from app.services import ladders, recording, rerate  # noqa: E402
 from app.storage.engine import get_engine, session_factory, upgrade  # noqa: E402
 from benchmarks.databases import fresh_database, print_table  # noqa: E402

@@ -8,8 +8,8 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 
 from app.api.deps import LadderPath, ReadAccess, answer, ladder_of
-from app.api.schemas import parse_time
-from app.api.schemas.accuracy import AccuracyOut
+from app.domain.documents.accuracy import AccuracyOut
+from app.domain.documents.shared import parse_time
 from app.errors import InvalidInput
 from app.services import accuracy
 from app.services.accuracy import MAX_WINDOW

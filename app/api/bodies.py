@@ -31,17 +31,12 @@ import anyio.to_thread
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.api.problems import problem_response
 from app.api.routing import Route, route_scope, route_table
 from app.api.security import bearer_key
 from app.config import get_settings
 from app.domain.jsontext import DuplicateKey, unique_keys
-from app.errors import (
-    InvalidInput,
-    PayloadTooLarge,
-    ProblemError,
-    RequestTimeout,
-    problem_response,
-)
+from app.errors import InvalidInput, PayloadTooLarge, ProblemError, RequestTimeout
 from app.services import auth
 from app.storage import unit_of_work
 

@@ -24,9 +24,10 @@ from fastapi.responses import Response
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
-from app.api.schemas import DEFAULT_PAGE, MAX_PAGE, JobOut
 from app.api.security import Access, require_admin, require_read, require_write
 from app.config import get_settings
+from app.domain.documents.jobs import JobOut
+from app.domain.documents.shared import DEFAULT_PAGE, MAX_PAGE
 from app.errors import ServiceUnavailable
 from app.services import jobs, ladders
 from app.services.rerate import Rerating
@@ -198,7 +199,7 @@ async def rerating(
     out = await run(access, work)
     if not isinstance(out, JobOut):
         return Response(content=out.model_dump_json(), media_type="application/json")
-    jobs.start(out.id)
+    jobs.start(out.id, transact=unit_of_work.transactor())
     headers = {"Location": f"/v1/jobs/{out.id}", "Retry-After": "1"}
     if wants_async:
         headers["Preference-Applied"] = "respond-async"

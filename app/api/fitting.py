@@ -5,9 +5,10 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 
 from app.api.deps import AdminAccess, LadderPath, NowDep, ladder_of, run
-from app.api.schemas import JobOut
-from app.api.schemas.fitting import FitRequest
+from app.domain.documents.fitting import FitRequest
+from app.domain.documents.jobs import JobOut
 from app.services import fitting, jobs
+from app.storage import unit_of_work
 
 router = APIRouter(prefix="/ladders", tags=["ladders"])
 
@@ -54,7 +55,7 @@ async def fit_ladder(
             now=now,
         ),
     )
-    jobs.start(out.id)
+    jobs.start(out.id, transact=unit_of_work.transactor())
     return Response(
         content=out.model_dump_json(),
         status_code=202,

@@ -7,8 +7,9 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Response
 
 from app.api.deps import AdminAccess, NowDep, answer, run
-from app.api.schemas import JobOut
+from app.domain.documents.jobs import JobOut
 from app.services import jobs
+from app.storage import unit_of_work
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 
@@ -30,7 +31,11 @@ async def get_job(job_id: JobIdPath, access: AdminAccess, now: NowDep) -> Respon
     finished is `failed` and says so: submit the request again. A cancelled one is
     `cancelled` (nothing of it was applied)."""
     return await answer(
-        access, lambda session: jobs.view(session=session, job_id=job_id, now=now), read_only=True
+        access,
+        lambda session: jobs.view(
+            session=session, job_id=job_id, now=now, transact=unit_of_work.transactor()
+        ),
+        read_only=True,
     )
 
 

@@ -21,7 +21,7 @@ from app.api.deps import (
     rerating,
     run,
 )
-from app.api.schemas import (
+from app.domain.documents.ladders import (
     LadderCreate,
     LadderDeleted,
     LadderOut,

@@ -23,12 +23,10 @@ from app.api.deps import (
     run,
 )
 from app.api.metrics import MATCHES_RECORDED
-from app.api.schemas import (
-    ID_PATTERN,
+from app.api.writer import GroupWriter
+from app.domain.documents.matches import (
     MAX_BATCH,
     MAX_BATCH_SLOTS,
-    MAX_ID_LENGTH,
-    MAX_PLAYERS,
     BatchResult,
     MatchBatch,
     MatchCreate,
@@ -36,7 +34,7 @@ from app.api.schemas import (
     MatchResult,
     VoidResult,
 )
-from app.api.writer import GroupWriter
+from app.domain.documents.shared import ID_PATTERN, MAX_ID_LENGTH, MAX_PLAYERS
 from app.services import auth, matches, recording, rerate
 from app.services.recording import Submitted
 

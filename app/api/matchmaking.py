@@ -8,7 +8,7 @@ from fastapi import APIRouter, Response
 
 from app.api.deps import LadderPath, ReadAccess, answer, ladder_of
 from app.api.predictions import json_query, query_body
-from app.api.schemas.matchmaking import MatchmakingOut, MatchmakingRequest
+from app.domain.documents.matchmaking import MatchmakingOut, MatchmakingRequest
 from app.services.matchmaking import matchmake
 
 router = APIRouter(prefix="/ladders/{ladder}", tags=["predictions"])

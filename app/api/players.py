@@ -21,14 +21,14 @@ from app.api.deps import (
     answer,
     ladder_of,
 )
-from app.api.schemas import (
-    ID_PATTERN,
+from app.domain.documents.players import (
     ErasureResult,
     HistoryPage,
     LeaderboardPage,
     PlayerOut,
     PlayerSeed,
 )
+from app.domain.documents.shared import ID_PATTERN
 from app.services import erasure, players
 
 router = APIRouter(prefix="/ladders/{ladder}", tags=["players"])

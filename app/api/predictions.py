@@ -10,8 +10,9 @@ from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, ValidationError
 
 from app.api.deps import LadderPath, ReadAccess, answer, ladder_of
-from app.api.schemas import QualityOut, QualityRequest
-from app.errors import InvalidInput, validation_detail
+from app.api.problems import validation_detail
+from app.domain.documents.predictions import QualityOut, QualityRequest
+from app.errors import InvalidInput
 from app.services import predictions
 
 router = APIRouter(prefix="/ladders/{ladder}", tags=["predictions"])

@@ -36,7 +36,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.errors import problem_response
+from app.api.problems import problem_response
 
 #: Paths never limited: the load balancer's and the monitoring's probes.
 EXEMPT_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})

@@ -46,12 +46,14 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.api.metrics import Template
 from app.api.predictions import query_body
-from app.api.schemas import DEFAULT_PAGE, ID_PATTERN, MAX_PAGE, QualityRequest, parse_time
-from app.api.schemas.matchmaking import MatchmakingRequest
+from app.api.problems import error_response
 from app.api.security import Access, access_of, bearer_key
 from app.config import READ_NAMES, Settings, get_settings
+from app.domain.documents.matchmaking import MatchmakingRequest
+from app.domain.documents.predictions import QualityRequest
+from app.domain.documents.shared import DEFAULT_PAGE, ID_PATTERN, MAX_PAGE, parse_time
 from app.domain.ladders import LADDER_ID
-from app.errors import InvalidInput, NotFound, error_response
+from app.errors import InvalidInput, NotFound
 from app.services import accuracy, ladders, matches, players, predictions
 from app.services.auth import hash_key, passes_quietly
 from app.services.matchmaking import matchmake

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from app.config import get_settings
 from app.errors import Unauthorized
 from app.services.auth import SCOPE_RANK, authenticate, console_key, too_weak, unknown_key
+from app.storage import unit_of_work
 from app.storage.models import ApiKey
 
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="ratings"'}
@@ -35,7 +36,7 @@ def _missing(needed: str) -> Unauthorized:
 
 
 def _authorize(session: Session, key: str, needed: str) -> ApiKey:
-    row = authenticate(session, key)
+    row = authenticate(session, key, transact=unit_of_work.transactor())
     if row is None:
         raise unknown_key()
     if SCOPE_RANK.get(row.scope, -1) < SCOPE_RANK[needed]:

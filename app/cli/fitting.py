@@ -17,10 +17,11 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
-from app.api.schemas.fitting import FitMeasures, FitOutcome, FitRequest
+from app.api.problems import validation_detail
 from app.cli.base import report_errors, transaction
-from app.errors import InvalidInput, validation_detail
-from app.evaluation.cli import evaluation_reporter
+from app.cli.progress import evaluation_reporter, wanted
+from app.domain.documents.fitting import FitMeasures, FitOutcome, FitRequest
+from app.errors import InvalidInput
 from app.evaluation.data import MatchFile
 from app.services import fitting, ladders
 
@@ -65,7 +66,7 @@ def _fit_ladder(args: argparse.Namespace) -> int:
         match_file=match_file,
         body=body,
         jobs=args.jobs or os.cpu_count() or 1,
-        on_evaluation=evaluation_reporter(args.progress),
+        on_evaluation=evaluation_reporter(wanted(args.progress)),
     )
     seconds = time.perf_counter() - started
     if body.apply:

@@ -15,20 +15,18 @@ from typing import Any, get_args
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
-from app.api.schemas import (
-    MAX_BATCH,
-    MAX_BATCH_SLOTS,
-    MAX_PAGE,
-    Algorithm,
-    LadderCreate,
-    LadderOut,
-)
+from app.api.problems import validation_detail
 from app.cli.base import CommandError, open_database, transaction
+from app.cli.progress import Bars, wanted
+from app.domain.documents.ladders import LadderCreate, LadderOut
+from app.domain.documents.matches import MAX_BATCH, MAX_BATCH_SLOTS
+from app.domain.documents.shared import MAX_PAGE, Algorithm
 from app.domain.jsontext import DuplicateKey, unique_keys
 from app.domain.ladders import LADDER_ID
-from app.errors import InvalidInput, NotFound, validation_detail
+from app.errors import InvalidInput, NotFound
 from app.services import ladders
 from app.storage.engine import session_factory
+from app.storage.unit_of_work import transactor
 
 ALGORITHMS: tuple[str, ...] = get_args(Algorithm)
 
@@ -140,14 +138,16 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise CommandError(f"{path}: no such file")
     engine = open_database()
     _ladder_exists(args.ladder)
+    bars = Bars(unit="B", shown=wanted(args.progress), unit_scale=True, unit_divisor=1024)
     try:
-        summary = import_matches(
-            sessions=session_factory(engine),
-            ladder_id=args.ladder,
-            path=path,
-            chunk=args.chunk,
-            progress=True if args.progress else None,
-        )
+        with bars:
+            summary = import_matches(
+                transact=transactor(session_factory(engine)),
+                ladder_id=args.ladder,
+                path=path,
+                chunk=args.chunk,
+                on_progress=lambda done, total, note: bars("", done, total, note),
+            )
     except ImportFailed as exc:
         raise CommandError(f"import stopped: {exc}") from None
     print(summary.text())

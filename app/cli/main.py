@@ -1,7 +1,7 @@
 """The ``ratings`` command: serve the API, migrate the database, manage API keys, make,
 list, import into and rebuild ladders, evaluate and fit rating algorithms. One module per
 command group: ``server`` (serve, migrate), ``keys``, ``ladders`` (ladders create and list,
-import, rebuild) and, from ``app.evaluation.cli``, evaluate and fit.
+import, rebuild) and, from ``app.cli.evaluate``, evaluate and fit.
 
 Settings come from ``RATINGS_*`` environment variables (see ``app/config.py``);
 ``--database-url`` overrides ``RATINGS_DATABASE_URL`` for one command. Without either, the
@@ -18,8 +18,8 @@ from functools import partial
 
 from app.cli import keys, ladders, server
 from app.cli.base import report_errors
+from app.cli.evaluate import add_parsers as add_evaluation_parsers
 from app.config import default_database_url, get_settings
-from app.evaluation.cli import add_parsers as add_evaluation_parsers
 from app.storage.engine import dispose_engines
 
 

@@ -11,16 +11,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from app.api.schemas import RatingOut
+from app.domain.documents.shared import RatingOut
 from app.errors import InvalidInput
 from app.rating.base import CONSERVATIVE_K, Rating, RatingInputError, RatingModel
 from app.rating.params import LADDER_PARAMETERS, Parameter
 from app.rating.registry import WENG_LIN_MODELS, check_parameters, make_model, parameters
-
-if TYPE_CHECKING:
-    from app.storage.models import Ladder
 
 BAYESIAN = frozenset({"trueskill", "plackett_luce", "glicko2", *WENG_LIN_MODELS})
 #: The algorithms whose ladders add ``LADDER_PARAMETERS`` to the model's; Glicko-2's model
@@ -83,10 +80,11 @@ def _split_params(
     return model_params, ladder_params
 
 
-def ladder_config(ladder: Ladder) -> LadderConfig:
-    model_params, ladder_params = _split_params(ladder.algorithm, ladder.params)
-    if ladder.algorithm in VOLATILE:
-        model = _model(ladder.algorithm, json.dumps(model_params, sort_keys=True))
+def ladder_config(algorithm: str, params: Mapping[str, int | float | str]) -> LadderConfig:
+    """The model and ladder-level parameters of a ladder of ``algorithm`` with ``params``."""
+    model_params, ladder_params = _split_params(algorithm, params)
+    if algorithm in VOLATILE:
+        model = _model(algorithm, json.dumps(model_params, sort_keys=True))
         params = model.params
         return LadderConfig(
             model=model,
@@ -96,8 +94,8 @@ def ladder_config(ladder: Ladder) -> LadderConfig:
             volatile=True,
         )
     return LadderConfig(
-        model=_model(ladder.algorithm, json.dumps(model_params, sort_keys=True)),
-        bayesian=ladder.algorithm in BAYESIAN,
+        model=_model(algorithm, json.dumps(model_params, sort_keys=True)),
+        bayesian=algorithm in BAYESIAN,
         tau_per_day=ladder_params.get("tau_per_day", 0.0),
         conservative_k=ladder_params.get("conservative_k", CONSERVATIVE_K),
     )
@@ -181,10 +179,10 @@ def bucket_width(algorithm: str, params: Mapping[str, float | str]) -> float:
     return 2.0 ** min(max(round(math.log2(scale) - math.log2(per)), -40), 40)
 
 
-def degenerate(ladder: Ladder, exc: Exception) -> InvalidInput:
+def degenerate(ladder_id: str, exc: Exception) -> InvalidInput:
     """The model's arithmetic broke down on these ratings (extreme parameters or values)."""
-    _log.warning("ladder %s: the model failed on a match: %r", ladder.id, exc)
+    _log.warning("ladder %s: the model failed on a match: %r", ladder_id, exc)
     return InvalidInput(
-        f"teams: ladder {ladder.id!r} cannot rate these teams: the numbers overflow or "
+        f"teams: ladder {ladder_id!r} cannot rate these teams: the numbers overflow or "
         "underflow with its parameters and these ratings"
     )

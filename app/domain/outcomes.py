@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from app.domain import jsontext
 
 if TYPE_CHECKING:
-    from app.api.schemas import MatchCreate
+    from app.domain.documents.matches import MatchCreate
 
 
 def canonical_request(body: MatchCreate) -> dict[str, Any]:

@@ -89,7 +89,7 @@ def predict(
     algorithm: str | None = None,
     track: Iterable[int] = (),
     pair_loss: bool = False,
-    on_progress: Callable[[int], None] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> Predictions:
     """Replay ``matches`` in order: predict each from the ratings so far, then rate it.
 
@@ -159,9 +159,9 @@ def predict(
                         trajectories[i][0].append(pos)
                         trajectories[i][1].append(r[0])
         if on_progress is not None and pos % 256 == 0:
-            on_progress(pos)
+            on_progress(pos, n)
     if on_progress is not None:
-        on_progress(n)
+        on_progress(n, n)
     return Predictions(
         algorithm=algorithm or model.name,
         params=dict(model.params),

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
-
-from tqdm import tqdm
 
 from app.evaluation.data import MatchFile, empirical_draw_probability
 from app.evaluation.metrics import TIE_WEIGHT, Predictions, predict, summarize
@@ -35,18 +32,13 @@ def most_active(match_file: MatchFile, count: int) -> list[int]:
     return [i for i, _ in played.most_common(count)]
 
 
-def _advance(bar: tqdm[Any], done: int) -> None:
-    """Move ``bar`` to ``done`` matches (``predict`` reports how far it is, not how much more)."""
-    bar.update(done - bar.n)
-
-
 def evaluate_file(
     match_file: MatchFile,
     names: Sequence[str],
     params: Mapping[str, Mapping[str, Any]] | None = None,
     *,
     start: int = 0,
-    progress: bool = False,
+    on_progress: Callable[[str, int, int], None] | None = None,
     track: int = 0,
     pair_loss: bool = False,
     tie_weight: float = TIE_WEIGHT,
@@ -56,8 +48,8 @@ def evaluate_file(
     ``params`` maps an algorithm or preset name to parameters overriding its own.
     TrueSkill's draw probability defaults to the empirical one of the matches before
     ``start`` (all matches when ``start`` is 0). ``track`` players (the most active) have
-    their rating trajectories kept for plotting. ``progress``: a bar per algorithm on
-    stderr, counting the matches replayed.
+    their rating trajectories kept for plotting. ``on_progress(name, done, total)`` is told
+    how many matches each algorithm has replayed.
     """
     params = params or {}
     known = match_file.matches[:start] if start else match_file.matches
@@ -66,24 +58,17 @@ def evaluate_file(
     runs: list[Predictions] = []
     for name in names:
         model = build(name, params.get(name), draw_probability=draw)
-        with tqdm(
-            total=len(match_file.matches),
-            desc=f"{name:<18}",
-            unit=" matches",
-            file=sys.stderr,
-            disable=not progress,
-        ) as bar:
-            runs.append(
-                predict(
-                    model,
-                    match_file.matches,
-                    len(match_file.players),
-                    algorithm=name,
-                    track=tracked,
-                    pair_loss=pair_loss,
-                    on_progress=partial(_advance, bar),
-                )
+        runs.append(
+            predict(
+                model,
+                match_file.matches,
+                len(match_file.players),
+                algorithm=name,
+                track=tracked,
+                pair_loss=pair_loss,
+                on_progress=(None if on_progress is None else partial(on_progress, f"{name:<18}")),
             )
+        )
     results = summarize(runs, start=start, tie_weight=tie_weight)
     for row in results:
         row["file"] = match_file.path

@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session
 
-from app.api.schemas.accuracy import AccuracyOut, CalibrationBinOut
 from app.domain.accuracy import Tally
+from app.domain.documents.accuracy import AccuracyOut, CalibrationBinOut
 from app.domain.outcomes import outcome_of
 from app.domain.times import utc
 from app.storage import repositories

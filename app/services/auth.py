@@ -24,13 +24,13 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
-from app.storage import console_sessions, repositories
+from app.storage import console_sessions, keys, repositories
 from app.storage.models import ApiKey
 from app.storage.repositories import KeyRow
+from app.storage.unit_of_work import Transact
 
 #: The scopes, weakest first; a key may do everything its scope and the weaker ones allow.
 SCOPES: tuple[str, ...] = ("read", "write", "admin")
@@ -105,32 +105,24 @@ def create_key(session: Session, *, name: str, scope: str) -> NewKey:
         raise InvalidInput(f"scope: must be one of {', '.join(SCOPES)}")
     if not 1 <= len(name) <= 128 or not name.isprintable() or name != name.strip():
         raise InvalidInput("name: 1 to 128 printable characters, no surrounding spaces")
-    taken = session.scalar(
-        select(func.count())
-        .select_from(ApiKey)
-        .where(ApiKey.name == name, ApiKey.revoked_at.is_(None))
-    )
-    if taken:
+    if keys.active_named(session=session, name=name):
         raise Conflict(f"name: an active key is already named {name!r}")
     key = generate_key()
     prefix = key_prefix(key)
-    session.add(
-        ApiKey(
-            name=name,
-            scope=scope,
-            prefix=prefix,
-            key_hash=hash_key(key),
-            created_at=datetime.now(UTC),
-        )
+    keys.add(
+        session=session,
+        name=name,
+        scope=scope,
+        prefix=prefix,
+        key_hash=hash_key(key),
+        now=datetime.now(UTC),
     )
-    session.flush()
     return NewKey(name=name, scope=scope, prefix=prefix, key=key)
 
 
 def list_keys(session: Session) -> list[KeyInfo]:
     """Every key, revoked ones too, oldest first."""
-    rows = session.scalars(select(ApiKey).order_by(ApiKey.created_at, ApiKey.id))
-    return [_info(row) for row in rows]
+    return [_info(row) for row in keys.every_key(session=session)]
 
 
 def revoke_key(session: Session, *, name_or_prefix: str) -> KeyInfo:
@@ -138,21 +130,13 @@ def revoke_key(session: Session, *, name_or_prefix: str) -> KeyInfo:
 
     Raises ``NotFound`` when no active key matches, ``Conflict`` when several do.
     """
-    rows = list(
-        session.scalars(
-            select(ApiKey).where(
-                (ApiKey.name == name_or_prefix) | (ApiKey.prefix == name_or_prefix),
-                ApiKey.revoked_at.is_(None),
-            )
-        )
-    )
+    rows = keys.active_matching(session=session, name_or_prefix=name_or_prefix)
     if not rows:
         raise NotFound(f"key: no active key is named or prefixed {name_or_prefix!r}")
     if len(rows) > 1:
         raise Conflict(f"key: {len(rows)} active keys match {name_or_prefix!r}; use the prefix")
     row = rows[0]
-    row.revoked_at = datetime.now(UTC)
-    session.flush()
+    keys.revoke(session=session, key=row, now=datetime.now(UTC))
     return _info(row)
 
 
@@ -163,22 +147,29 @@ def ensure_first_admin_key(session: Session) -> NewKey | None:
     so only one of them makes the key (SQLite's ``BEGIN IMMEDIATE`` already serialises).
     """
     repositories.serialize_first_start(session=session)
-    if session.scalar(select(func.count()).select_from(ApiKey)):
+    if keys.any_key(session=session):
         return None
     return create_key(session, name="admin", scope="admin")
 
 
-def authenticate(session: Session, key: str) -> ApiKey | None:
-    """The active key row for ``key``, or None for an unknown or revoked key."""
+def authenticate(session: Session, key: str, *, transact: Transact | None = None) -> ApiKey | None:
+    """The active key row for ``key``, or None for an unknown or revoked key. Its use is
+    recorded (at most once per :data:`LAST_USED_RESOLUTION`) in the session's transaction,
+    or, when that cannot write (a read on a replica, or SQLite's), in one of ``transact``'s
+    on the primary (a caller whose session writes passes none)."""
     digest = hash_key(key)
-    row = session.scalar(select(ApiKey).where(ApiKey.key_hash == digest))
+    row = keys.by_hash(session=session, key_hash=digest)
     if row is None or not hmac.compare_digest(row.key_hash, digest):
         return None
     if row.revoked_at is not None:
         return None
     now = datetime.now(UTC)
     if row.last_used_at is None or now - _utc(row.last_used_at) >= LAST_USED_RESOLUTION:
-        repositories.record_key_use(session=session, key_id=row.id, now=now)
+        if transact is None or keys.takes_writes(session=session):
+            keys.record_use(session=session, key_id=row.id, now=now)
+        else:
+            key_id = row.id
+            transact(lambda own: keys.record_use(session=own, key_id=key_id, now=now))
     return row
 
 
@@ -271,5 +262,5 @@ def use_due(row: KeyRow, now: datetime) -> bool:
 
 
 def record_use(session: Session, *, key_id: int, now: datetime) -> None:
-    """Write the key's ``last_used_at`` (``repositories.record_key_use``)."""
-    repositories.record_key_use(session=session, key_id=key_id, now=now)
+    """Write the key's ``last_used_at`` (``keys.record_use``)."""
+    keys.record_use(session=session, key_id=key_id, now=now)

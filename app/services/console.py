@@ -16,9 +16,10 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.api.schemas import HistoryEntry, PlayerOut, RatingOut
-from app.api.schemas.accuracy import AccuracyOut
 from app.domain import health
+from app.domain.documents.accuracy import AccuracyOut
+from app.domain.documents.players import HistoryEntry, PlayerOut
+from app.domain.documents.shared import RatingOut
 from app.domain.ladders import BAYESIAN, ladder_config
 from app.domain.outcomes import outcome_of
 from app.domain.times import utc
@@ -110,7 +111,7 @@ def trajectory(*, session: Session, ladder: Ladder, player_id: str) -> Trajector
     """The player's whole trajectory: one indexed range of their history."""
     if repositories.read_rating(session=session, ladder_id=ladder.id, player_id=player_id) is None:
         raise players.unknown_player(ladder, player_id)
-    config = ladder_config(ladder)
+    config = ladder_config(ladder.algorithm, ladder.params)
     rows = repositories.trajectory(session=session, ladder_id=ladder.id, player_id=player_id)
     mus: list[float] = []
     sigmas: list[float] = []

@@ -22,7 +22,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.api.schemas import ErasureResult
+from app.domain.documents.players import ErasureResult
 from app.domain.outcomes import body_hash
 from app.domain.pseudonyms import (
     Seed,

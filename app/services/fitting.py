@@ -31,14 +31,14 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
 
-from app.api.schemas import LadderUpdate
-from app.api.schemas.fitting import (
+from app.domain.documents.fitting import (
     FitCandidate,
     FitMeasures,
     FitOnBound,
     FitOutcome,
     FitRequest,
 )
+from app.domain.documents.ladders import LadderUpdate
 from app.domain.ladders import full_params
 from app.domain.outcomes import outcome_of
 from app.domain.times import utc
@@ -47,9 +47,10 @@ from app.evaluation.data import Match, MatchFile
 from app.rating.registry import ALGORITHMS, parameters
 from app.services import ladders, rerate
 from app.services.rerate import Progress, Rerating
-from app.storage import repositories, unit_of_work
+from app.storage import repositories
 from app.storage.models import Ladder
 from app.storage.repositories import MatchRow
+from app.storage.unit_of_work import Transact
 
 if TYPE_CHECKING:
     from app.evaluation.auto import AutoResult
@@ -299,7 +300,9 @@ def apply_fit(*, session: Session, outcome: FitOutcome, now: datetime) -> FitOut
 # -- as a job --------------------------------------------------------------------------------
 
 
-def fit_job(*, ladder_id: str, request: Mapping[str, Any], progress: Progress) -> Apply:
+def fit_job(
+    *, ladder_id: str, request: Mapping[str, Any], progress: Progress, transact: Transact
+) -> Apply:
     """Run the fit a job asked for (outside any transaction: it reads the ladder's matches
     in one of its own, then fits in worker processes, one fit of this process at a time)
     and return what the job's transaction does with it: apply it, or only report it.
@@ -312,7 +315,7 @@ def fit_job(*, ladder_id: str, request: Mapping[str, Any], progress: Progress) -
         ladder = ladders.get_ladder(session=session, ladder_id=ladder_id, detached=True)
         return ladder.algorithm, dict(ladder.params), ladder_matches(session=session, ladder=ladder)
 
-    algorithm, params, match_file = unit_of_work.run(read, read_only=True)
+    algorithm, params, match_file = transact(read, read_only=True)
     check_request(algorithm=algorithm, body=body, matches=len(match_file.matches))
     candidates = len(ALGORITHMS) if body.algorithm == "auto" else 1
     total = most_replays(candidates, body.max_evaluations)

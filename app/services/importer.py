@@ -33,9 +33,8 @@ from typing import IO, TextIO
 
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
-from tqdm import tqdm
 
-from app.api.schemas import MAX_BATCH, MAX_BATCH_SLOTS, MatchCreate
+from app.domain.documents.matches import MAX_BATCH, MAX_BATCH_SLOTS, MatchCreate
 from app.domain.ladders import LADDER_ID
 from app.errors import ProblemError
 from app.services.recording import (
@@ -47,9 +46,10 @@ from app.services.recording import (
     record_ahead,
     record_matches,
 )
-from app.storage import repositories, unit_of_work
+from app.storage import repositories
 from app.storage.models import Ladder
 from app.storage.repositories import RatingState
+from app.storage.unit_of_work import Transact
 
 #: Matches per transaction: the most a batch takes (fewer, larger transactions cost the
 #: database less: 9,600 one-on-one matches a second into PostgreSQL against 8,900 at 5,000).
@@ -212,35 +212,33 @@ class _Reader:
         self._thread.join()
 
 
+#: What an import reports as it goes: the bytes of the file read so far (compressed bytes
+#: for ``.gz``), of how many (the one total known before the end), and a note of the
+#: matches recorded.
+ImportProgress = Callable[[int, int, str], None]
+
+
+def _silent(done: int, total: int, note: str) -> None:
+    return None
+
+
 def import_matches(
     *,
-    sessions: Callable[[], Session],
+    transact: Transact,
     ladder_id: str,
     path: Path,
     chunk: int = DEFAULT_CHUNK,
-    progress: bool | None = None,
-    stream: TextIO | None = None,
+    on_progress: ImportProgress = _silent,
 ) -> Summary:
-    """Import ``path`` into ``ladder_id``; ``progress`` None: a bar when ``stream`` (stderr)
-    is a terminal. Raises ``ImportFailed`` on a bad line, after committing earlier chunks.
-
-    The bar measures the bytes of the file read so far (compressed bytes for ``.gz``), the
-    one total known before the end, and shows the matches recorded beside it."""
+    """Import ``path`` into ``ladder_id``, a transaction of ``transact`` per chunk; tell
+    ``on_progress`` how far it is. Raises ``ImportFailed`` on a bad line, after committing
+    earlier chunks."""
     if not 1 <= chunk <= MAX_BATCH:
         raise ImportFailed(f"--chunk: must be 1 to {MAX_BATCH}")
-    stream = stream or sys.stderr
     summary = Summary()
     started = time.perf_counter()
     raw, lines = _open(path)
-    show = stream.isatty() if progress is None else progress
-    bar = tqdm(
-        total=os.fstat(raw.fileno()).st_size,
-        unit="B",
-        unit_scale=True,
-        unit_divisor=1024,
-        file=stream,
-        disable=not show,
-    )
+    size = os.fstat(raw.fileno()).st_size
     reader = _Reader(raw, lines, chunk)
     writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ratings-import")
     switch_interval = sys.getswitchinterval()
@@ -248,7 +246,7 @@ def import_matches(
     stop = threading.Event()
     pending: deque[Future[_Written]] = deque()
     try:
-        ladder, algorithm, params = _ladder(sessions, ladder_id)
+        ladder, algorithm, params = _ladder(transact, ladder_id)
         known: dict[str, RatingState] = {}
         for parsed in reader:
             bodies = [body for _, body in parsed.lines]
@@ -281,11 +279,10 @@ def import_matches(
                 known.update(ahead.after)
             summary.read += len(bodies)
             pending.append(
-                writer.submit(_write_chunk, sessions, ladder_id, bodies, numbers, now, ahead, stop)
+                writer.submit(_write_chunk, transact, ladder_id, bodies, numbers, now, ahead, stop)
             )
             speed = summary.read / (time.perf_counter() - started)
-            bar.set_postfix_str(f"{summary.read:,} matches, {speed:,.0f}/s", refresh=False)
-            bar.update(parsed.position - bar.n)
+            on_progress(parsed.position, size, f"{summary.read:,} matches, {speed:,.0f}/s")
         while pending:
             _finish(pending.popleft(), summary)
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
@@ -299,21 +296,19 @@ def import_matches(
         writer.shutdown()
         reader.close()
         sys.setswitchinterval(switch_interval)
-        bar.close()
         lines.close()
         summary.seconds = time.perf_counter() - started
     return summary
 
 
-def _ladder(sessions: Callable[[], Session], ladder_id: str) -> tuple[Ladder, str, str]:
+def _ladder(transact: Transact, ladder_id: str) -> tuple[Ladder, str, str]:
     """The ladder to import into, with its algorithm and parameters as stored."""
-    found = unit_of_work.run(
+    found = transact(
         lambda session: repositories.key_and_ladder(
             session=session,
             key_hash="",
             ladder_id=ladder_id if LADDER_ID.fullmatch(ladder_id) else None,
-        ),
-        session_factory=sessions,
+        )
     )
     if found.algorithm is None or found.params is None:
         raise ImportFailed(f"ladder: no ladder {ladder_id[:64]!r}")
@@ -331,7 +326,7 @@ class _Written:
 
 
 def _write_chunk(
-    sessions: Callable[[], Session],
+    transact: Transact,
     ladder_id: str,
     bodies: list[MatchCreate],
     numbers: list[int],
@@ -361,7 +356,7 @@ def _write_chunk(
         return _Written(results, ratings_of(session=session, ladder_id=ladder_id, players=players))
 
     try:
-        return unit_of_work.run(work, bulk=True, session_factory=sessions)
+        return transact(work, bulk=True)
     except (MatchRefused, MatchConflict) as exc:
         stop.set()
         raise ImportFailed(

@@ -37,23 +37,19 @@ from typing import Any, cast
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
-from app.api.schemas import (
-    JobOut,
-    JobProblem,
-    JobProgress,
-    LadderUpdate,
-    LadderUpdated,
-    VoidResult,
-)
-from app.api.schemas.fitting import FitOutcome
 from app.config import get_settings
+from app.domain.documents.fitting import FitOutcome
+from app.domain.documents.jobs import JobOut, JobProblem, JobProgress
+from app.domain.documents.ladders import LadderUpdate, LadderUpdated
+from app.domain.documents.matches import VoidResult
 from app.domain.times import utc
 from app.errors import Conflict, NotFound, problem_of
 from app.services import fitting, ladders, rerate
 from app.services.rerate import Rerating
-from app.storage import cancels, repositories, unit_of_work
+from app.storage import cancels, repositories
 from app.storage.engine import on_postgres
 from app.storage.repositories import UNFINISHED, JobRow
+from app.storage.unit_of_work import Transact
 
 _log = logging.getLogger("app.jobs")
 
@@ -190,11 +186,13 @@ def submit(*, session: Session, rerating: Rerating, now: datetime) -> JobOut:
     return _out(row)
 
 
-def start(job_id: str) -> None:
+def start(job_id: str, *, transact: Transact) -> None:
     """Run the job submitted as ``job_id`` (committed) in a thread of this process."""
     with _running_lock:
         _running[job_id] = (0, None)
-    threading.Thread(target=_run, args=(job_id,), name=f"job-{job_id[:8]}", daemon=True).start()
+    threading.Thread(
+        target=_run, args=(job_id, transact), name=f"job-{job_id[:8]}", daemon=True
+    ).start()
 
 
 # -- running ---------------------------------------------------------------------------------
@@ -214,7 +212,8 @@ class _Reporter:
     process, and on PostgreSQL written into the job's row from a short transaction of its
     own (the first report marks it running)."""
 
-    def __init__(self, job_id: str, live: bool) -> None:
+    def __init__(self, job_id: str, live: bool, transact: Transact) -> None:
+        self.transact = transact
         self.job_id = job_id
         self.live = live
         self.started = False
@@ -230,7 +229,7 @@ class _Reporter:
         if not self.started:
             values.update(state="running", started_at=values["heartbeat_at"])
             self.started = True
-        if not _write(self.job_id, values):  # cancelled, or reported failed, meanwhile
+        if not _write(self.transact, self.job_id, values):  # cancelled, or reported failed
             raise _Abandoned
 
 
@@ -238,9 +237,11 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _write(job_id: str, values: dict[str, Any], beat_before: datetime | None = None) -> bool:
+def _write(
+    transact: Transact, job_id: str, values: dict[str, Any], beat_before: datetime | None = None
+) -> bool:
     """``values`` into the job if it has not ended, in a short transaction of its own."""
-    return unit_of_work.run(
+    return transact(
         lambda session: repositories.update_unfinished_job(
             session=session, job_id=job_id, values=values, beat_before=beat_before
         )
@@ -251,18 +252,18 @@ def _cancel_statement(session: Session, *, pid: int) -> None:
     repositories.cancel_backend_statement(session=session, pid=pid)
 
 
-def _heartbeat(job_id: str, stop: threading.Event) -> None:
+def _heartbeat(transact: Transact, job_id: str, stop: threading.Event) -> None:
     """Write the job's heartbeat every third of the lease until ``stop`` (PostgreSQL). A
     row that has ended meanwhile (the job was cancelled) stops the job's statement: its
     transaction fails and rolls back without waiting for its next progress report."""
     interval = get_settings().job_lease_s / 3
     while not stop.wait(interval):
         try:
-            if not _write(job_id, {"heartbeat_at": _now()}):
+            if not _write(transact, job_id, {"heartbeat_at": _now()}):
                 with _running_lock:
                     pid = _backends.get(job_id)
                 if pid is not None:
-                    unit_of_work.run(partial(_cancel_statement, pid=pid))
+                    transact(partial(_cancel_statement, pid=pid))
                 return
         except Exception as exc:  # a missed beat is retried at the next one
             _log.warning("job %s: heartbeat not written: %s", job_id, type(exc).__name__)
@@ -330,12 +331,12 @@ def _work(
     return work
 
 
-def _run(job_id: str) -> None:
+def _run(job_id: str, transact: Transact) -> None:
     """The job's re-rating in one transaction (run again after a lost conflict, like any
     other), its success written in that transaction; a failure after it rolled back."""
     stop = threading.Event()
     try:
-        job, live = unit_of_work.run(
+        job, live = transact(
             lambda session: (
                 repositories.get_job(session=session, job_id=job_id),
                 _live(session),
@@ -348,26 +349,31 @@ def _run(job_id: str) -> None:
             raise _Cancelled
         if live:
             threading.Thread(
-                target=_heartbeat, args=(job_id, stop), name=f"beat-{job_id[:8]}", daemon=True
+                target=_heartbeat,
+                args=(transact, job_id, stop),
+                name=f"beat-{job_id[:8]}",
+                daemon=True,
             ).start()
         else:
-            _write(job_id, {"state": "running", "started_at": _now()})
-        reporter = _Reporter(job_id, live)
+            _write(transact, job_id, {"state": "running", "started_at": _now()})
+        reporter = _Reporter(job_id, live, transact)
         started_at = None
         step: _Step
         if job.kind == "fit":
             # The fit itself runs before the transaction, which only applies it (or not).
             started_at = _now()
-            step = fitting.fit_job(ladder_id=job.ladder_id, request=job.request, progress=reporter)
+            step = fitting.fit_job(
+                ladder_id=job.ladder_id, request=job.request, progress=reporter, transact=transact
+            )
         else:
             step = partial(_rerate, job=job, progress=reporter)
-        unit_of_work.run(_work(job, reporter, step, started_at), bulk=True)
+        transact(_work(job, reporter, step, started_at), bulk=True)
     except _Abandoned:
         _log.warning("job %s: ended by another (cancelled or reported failed); rolled back", job_id)
     except _Cancelled:
-        _end(job_id, {"state": "cancelled", "finished_at": _now()})
+        _end(transact, job_id, {"state": "cancelled", "finished_at": _now()})
     except Exception as exc:
-        _end(job_id, {"state": "failed", "error": problem_of(exc), "finished_at": _now()})
+        _end(transact, job_id, {"state": "failed", "error": problem_of(exc), "finished_at": _now()})
     finally:
         stop.set()
         with _running_lock:
@@ -376,11 +382,11 @@ def _run(job_id: str) -> None:
         cancels.forget(job_id)
 
 
-def _end(job_id: str, values: dict[str, Any]) -> None:
+def _end(transact: Transact, job_id: str, values: dict[str, Any]) -> None:
     """Write how the job ended, after its transaction rolled back; if the database cannot
     take it now, the reaper writes it later, with this reason."""
     try:
-        _write(job_id, values)
+        _write(transact, job_id, values)
     except Exception as again:
         _log.error("job %s: how it ended could not be written: %s", job_id, type(again).__name__)
         if values["state"] == "failed":
@@ -414,11 +420,11 @@ def cancel_writes() -> bool:
     return on_postgres(get_settings().database_url)
 
 
-def reap(now: datetime) -> int:
+def reap(now: datetime, *, transact: Transact) -> int:
     """Write every stale job as ended (:func:`_ended_values`), whoever asks after it; how
     many. On PostgreSQL a job of another process is reaped after two leases without a
     heartbeat, so that its own worker, if it lives, writes the reason it knows first."""
-    stale = unit_of_work.run(
+    stale = transact(
         lambda session: [
             (row, _ended_values(session, row, now))
             for row in repositories.every_unfinished_job(session=session)
@@ -427,7 +433,7 @@ def reap(now: datetime) -> int:
         read_only=True,
     )
     for row, values in stale:
-        _write(row.id, values)
+        _write(transact, row.id, values)
         with _running_lock:
             _unwritten.pop(row.id, None)
         cancels.forget(row.id)
@@ -438,7 +444,8 @@ class Reaper:
     """A thread of the worker that reaps stale jobs every third of the lease (:func:`reap`),
     so a job of a dead worker is reported ended without waiting for someone to poll it."""
 
-    def __init__(self) -> None:
+    def __init__(self, transact: Transact) -> None:
+        self.transact = transact
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="job-reaper", daemon=True)
 
@@ -453,7 +460,7 @@ class Reaper:
         interval = max(0.5, get_settings().job_lease_s / 3)
         while not self._stop.wait(interval):
             try:
-                reap(_now())
+                reap(_now(), transact=self.transact)
             except Exception as exc:  # the database may be away: the next round tries again
                 _log.warning("jobs: reaping failed: %s", type(exc).__name__)
 
@@ -461,7 +468,7 @@ class Reaper:
 # -- reading ---------------------------------------------------------------------------------
 
 
-def view(*, session: Session, job_id: str, now: datetime) -> JobOut:
+def view(*, session: Session, job_id: str, now: datetime, transact: Transact) -> JobOut:
     """The job; one whose worker is gone is failed (and written so)."""
     row = repositories.get_job(session=session, job_id=job_id)
     if row is None:
@@ -471,8 +478,8 @@ def view(*, session: Session, job_id: str, now: datetime) -> JobOut:
             cutoff = None
             if _live(session):
                 cutoff = now - timedelta(seconds=get_settings().job_lease_s)
-            _write(row.id, _ended_values(session, row, now), beat_before=cutoff)
-            row = cast(JobRow, _reread(row.id))
+            _write(transact, row.id, _ended_values(session, row, now), beat_before=cutoff)
+            row = cast(JobRow, _reread(transact, row.id))
         else:
             with _running_lock:
                 local = _running.get(row.id)
@@ -481,8 +488,8 @@ def view(*, session: Session, job_id: str, now: datetime) -> JobOut:
     return _out(row)
 
 
-def _reread(job_id: str) -> JobRow | None:
-    return unit_of_work.run(
+def _reread(transact: Transact, job_id: str) -> JobRow | None:
+    return transact(
         lambda session: repositories.get_job(session=session, job_id=job_id), read_only=True
     )
 

@@ -8,13 +8,8 @@ from datetime import datetime
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.api.schemas import (
-    LadderCreate,
-    LadderDeleted,
-    LadderOut,
-    LadderPage,
-)
 from app.domain.cursors import decode_cursor, encode_cursor
+from app.domain.documents.ladders import LadderCreate, LadderDeleted, LadderOut, LadderPage
 from app.domain.ladders import (
     LADDER_ID,
     bucket_width,

@@ -6,7 +6,7 @@ import logging
 
 from sqlalchemy.orm import Session
 
-from app.api.schemas.matchmaking import MatchmakingOut, MatchmakingRequest
+from app.domain.documents.matchmaking import MatchmakingOut, MatchmakingRequest
 from app.domain.ladders import NUMERIC_ERRORS, ladder_config
 from app.errors import InvalidInput
 from app.rating.base import Rating, RatingInputError
@@ -26,7 +26,7 @@ def matchmake(*, session: Session, ladder: Ladder, body: MatchmakingRequest) -> 
     does not know count at its prior and are not created. Exact up to 12 players, the
     heuristic of ``app.rating.matchmaking`` beyond.
     """
-    config = ladder_config(ladder)
+    config = ladder_config(ladder.algorithm, ladder.params)
     rows = repositories.get_ratings(session=session, ladder_id=ladder.id, player_ids=body.players)
     prior = config.model.rating()
     pool = []

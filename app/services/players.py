@@ -8,7 +8,8 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.api.schemas import (
+from app.domain.cursors import decode_cursor, encode_cursor
+from app.domain.documents.players import (
     HistoryEntry,
     HistoryPage,
     LeaderboardEntry,
@@ -16,7 +17,6 @@ from app.api.schemas import (
     PlayerOut,
     PlayerSeed,
 )
-from app.domain.cursors import decode_cursor, encode_cursor
 from app.domain.ladders import (
     BAYESIAN,
     LadderConfig,
@@ -158,7 +158,7 @@ def seed_player(
     """Set a player's rating (creating the player); history records an adjustment."""
     if not 1 <= len(player_id) <= 128:
         raise InvalidInput("player_id: 1 to 128 characters")
-    config = ladder_config(ladder)
+    config = ladder_config(ladder.algorithm, ladder.params)
     prior = config.model.rating()
     if not config.bayesian and body.sigma is not None:
         raise InvalidInput("sigma: an Elo rating has no sigma; omit it")
@@ -229,7 +229,7 @@ def player_history(
         if not (isinstance(key, list) and len(key) == 1 and type(key[0]) is int):
             raise InvalidInput("cursor: not a cursor of this history")
         before_id = key[0]
-    config = ladder_config(ladder)
+    config = ladder_config(ladder.algorithm, ladder.params)
     rows = repositories.history(
         session=session,
         ladder_id=ladder.id,

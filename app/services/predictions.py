@@ -5,11 +5,7 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from app.api.schemas import (
-    PredictedRankOut,
-    QualityOut,
-    QualityRequest,
-)
+from app.domain.documents.predictions import PredictedRankOut, QualityOut, QualityRequest
 from app.domain.ladders import (
     NUMERIC_ERRORS,
     degenerate,
@@ -30,7 +26,7 @@ def _invalid(exc: RatingInputError) -> InvalidInput:
 def predict(*, session: Session, ladder: Ladder, body: QualityRequest) -> QualityOut:
     """Quality, win and draw probabilities and predicted ranks of proposed teams; nothing
     is written."""
-    config = ladder_config(ladder)
+    config = ladder_config(ladder.algorithm, ladder.params)
     player_ids = [player for team in body.teams for player in team]
     rows = repositories.get_ratings(session=session, ladder_id=ladder.id, player_ids=player_ids)
     prior = config.model.rating()
@@ -46,10 +42,10 @@ def predict(*, session: Session, ladder: Ladder, body: QualityRequest) -> Qualit
     except RatingInputError as exc:
         raise _invalid(exc) from None
     except NUMERIC_ERRORS as exc:
-        raise degenerate(ladder, exc) from None
+        raise degenerate(ladder.id, exc) from None
     numbers = [quality, *win, *(r.probability for r in ranks)] + ([] if draw is None else [draw])
     if not all(0.0 <= x <= 1.0 for x in numbers):
-        raise degenerate(ladder, ArithmeticError(f"probabilities {numbers!r}"))
+        raise degenerate(ladder.id, ArithmeticError(f"probabilities {numbers!r}"))
     return QualityOut(
         quality=quality,
         win_probabilities=win,

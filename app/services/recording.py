@@ -23,8 +23,8 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy.orm import Session
 
-from app.api.schemas import MatchCreate
 from app.domain import accuracy as predictions
+from app.domain.documents.matches import MatchCreate
 from app.domain.ladders import (
     LADDER_ID,
     MAX_FINITE,
@@ -327,7 +327,7 @@ def _locate_failure(
 
 
 def _refused(ladder: Ladder, exc: Exception, label: Label, index: int) -> MatchRefused:
-    return MatchRefused(f"{label(index)}{degenerate(ladder, exc).detail}", index=index)
+    return MatchRefused(f"{label(index)}{degenerate(ladder.id, exc).detail}", index=index)
 
 
 def _check_numbers(
@@ -633,7 +633,7 @@ def _ladder_of(ladder_id: str, algorithm: str, params: str) -> tuple[Ladder, Lad
     parameters is a new entry, so it is never missed, and an unchanged ladder is not
     parsed again. (The ``Ladder`` is never added to a session.)"""
     ladder = Ladder(id=ladder_id, algorithm=algorithm, params=json.loads(params))
-    return ladder, ladder_config(ladder)
+    return ladder, ladder_config(ladder.algorithm, ladder.params)
 
 
 #: How many players :data:`_rated` holds at most (then it starts afresh): about 4 MB.
@@ -1166,7 +1166,7 @@ def rate_ahead(
     ratings ``known`` (a player not in it: at the prior, not rated yet): what an import
     does with its next chunk while the last one is written. None when the batch cannot be
     rated so (the transaction then records it as usual and says why)."""
-    config = ladder_config(ladder)
+    config = ladder_config(ladder.algorithm, ladder.params)
     named = [body.match_id for body in bodies if body.match_id is not None]
     if len(set(named)) != len(named):
         return None

@@ -24,9 +24,10 @@ from typing import Any, Literal
 import numpy as np
 from sqlalchemy.orm import Session
 
-from app.api.schemas import LadderUpdate, LadderUpdated, RebuildResult, VoidResult
 from app.domain import jsontext
 from app.domain.accuracy import Tally
+from app.domain.documents.ladders import LadderUpdate, LadderUpdated, RebuildResult
+from app.domain.documents.matches import VoidResult
 from app.domain.ladders import LadderConfig, full_params, ladder_config
 from app.domain.outcomes import dense_ranks, outcome_of
 from app.domain.pseudonyms import is_pseudonym
@@ -401,7 +402,7 @@ def void_match(
             matches_rerated=0,
             players_affected=0,
         )
-    config = ladder_config(ladder)
+    config = ladder_config(ladder.algorithm, ladder.params)
     seq = match.seq
     voided_players = {player for team in match.request["teams"] for player in team}
     # No match of the ladder can be recorded while it is held, so the matches read now are
@@ -547,7 +548,7 @@ def rebuild(
     the ladder's current parameters; in one transaction that holds the ladder
     (:func:`hold_ladder`), every rating locked."""
     ladder = hold_ladder(session=session, ladder_id=ladder.id, patient=patient)
-    config = ladder_config(ladder)
+    config = ladder_config(ladder.algorithm, ladder.params)
     states = repositories.lock_ladder_ratings(session=session, ladder_id=ladder.id)
     matches = repositories.matches_after(session=session, ladder_id=ladder.id, after_seq=0)
     history = repositories.history_from(session=session, ladder_id=ladder.id, from_seq=0, from_id=0)

@@ -45,14 +45,10 @@ from app.config import get_settings
 from app.domain import jsontext
 from app.domain.accuracy import FIELDS as TALLY_FIELDS
 from app.errors import ServiceUnavailable
-from app.storage import unit_of_work, versions
+from app.storage import versions
 from app.storage.blocks import BUCKET_LIMIT, bucket_sql
 from app.storage.engine import (
-    SessionLocal,
-    is_read_only,
     lift_reply_bound,
-    on_replica,
-    session_factory,
 )
 from app.storage.models import (
     LADDER_ACCURACY,
@@ -1959,38 +1955,6 @@ def serialize_first_start(*, session: Session) -> None:
     serialises them."""
     if _dialect(session) == "postgresql":
         session.execute(text("SELECT pg_advisory_xact_lock(:lock)"), {"lock": _FIRST_KEY_LOCK})
-
-
-_RECORD_USE = text("UPDATE api_keys SET last_used_at = :now WHERE id = :id").bindparams(
-    bindparam("now", type_=DateTime(timezone=True))
-)
-_RECORD_USE_SKIP_LOCKED = text(
-    "UPDATE api_keys SET last_used_at = :now WHERE id = "
-    "(SELECT id FROM api_keys WHERE id = :id FOR UPDATE SKIP LOCKED)"
-).bindparams(bindparam("now", type_=DateTime(timezone=True)))
-
-
-def record_key_use(*, session: Session, key_id: int, now: datetime) -> None:
-    """Write a key's ``last_used_at``. On PostgreSQL in the session's transaction, skipping
-    a row another request is writing already (``SKIP LOCKED``: its use is being recorded,
-    and waiting would make concurrent requests of one key queue). A read on the replica
-    records it on the primary, in a short transaction of its own. A SQLite read
-    transaction cannot take the write lock: a short transaction of its own records it."""
-    if on_replica(session):
-        # A replica takes no writes: the use goes to the primary in its own transaction.
-        unit_of_work.run(
-            lambda own: own.execute(_RECORD_USE, {"id": key_id, "now": now}),
-            session_factory=SessionLocal,
-        )
-    elif _dialect(session) == "postgresql":
-        session.execute(_RECORD_USE_SKIP_LOCKED, {"id": key_id, "now": now})
-    elif is_read_only(session):
-        unit_of_work.run(
-            lambda own: own.execute(_RECORD_USE, {"id": key_id, "now": now}),
-            session_factory=session_factory(session.get_bind().engine),
-        )
-    else:
-        session.execute(_RECORD_USE, {"id": key_id, "now": now})
 
 
 def others_write_meanwhile(*, session: Session) -> bool:

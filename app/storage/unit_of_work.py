@@ -23,7 +23,7 @@ import random
 import time
 from collections.abc import Callable, Iterable
 from functools import partial
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
@@ -73,6 +73,27 @@ def run(
             session.close()
         time.sleep(random.uniform(0.0, BACKOFF_S * attempt))
     raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+class Transact(Protocol):
+    """Runs ``work`` in one transaction of its own (:func:`run` bound to a database): what
+    a caller hands a use case that needs transactions of its own (a job, an import, a
+    fit), which never opens one itself."""
+
+    def __call__(
+        self, work: Callable[[Session], T], /, *, read_only: bool = False, bulk: bool = False
+    ) -> T: ...
+
+
+def transactor(session_factory: Callable[[], Session] = SessionLocal) -> Transact:
+    """:func:`run` on the database of ``session_factory`` (the settings' by default)."""
+
+    def transact(
+        work: Callable[[Session], T], /, *, read_only: bool = False, bulk: bool = False
+    ) -> T:
+        return run(work, read_only=read_only, bulk=bulk, session_factory=session_factory)
+
+    return transact
 
 
 def _tend_blocks(ladders: Iterable[str], session_factory: Callable[[], Session]) -> None:

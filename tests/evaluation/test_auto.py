@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from app.cli.evaluate import main
 from app.evaluation.auto import SHORTLIST, fit_auto, most_replays
-from app.evaluation.cli import main
 from app.evaluation.data import MatchFile, read_matches
 from app.evaluation.fit import fit
 from app.evaluation.loss import PairLoss

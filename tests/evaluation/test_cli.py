@@ -1,4 +1,4 @@
-"""The evaluate and fit commands, run through ``app.evaluation.cli.main``."""
+"""The evaluate and fit commands, run through ``app.cli.evaluate.main``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from app.evaluation.cli import main
+from app.cli.evaluate import main
 from app.evaluation.data import read_matches
 from app.evaluation.fit import fit
 from tests.evaluation.conftest import WriteMatches
@@ -254,8 +254,8 @@ def test_the_commands_plug_into_the_ratings_parser(
     # What app/cli/main.py's build_parser does with one more line: add_parsers(commands).
     import argparse
 
+    from app.cli.evaluate import add_parsers
     from app.cli.main import build_parser
-    from app.evaluation.cli import add_parsers
 
     parser = build_parser()
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))

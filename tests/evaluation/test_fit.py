@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from app.evaluation.cli import main
+from app.cli.evaluate import main
 from app.evaluation.data import read_matches
 from app.evaluation.fit import MAX_WIDENINGS, Range, fit, fitted_ranges, search
 from tests.evaluation.conftest import WriteMatches

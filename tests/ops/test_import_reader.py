@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from app.api.schemas import LadderCreate
+from app.domain.documents.ladders import LadderCreate
 from app.services import ladders
 from app.services.importer import ImportFailed, import_matches
 from app.storage.engine import get_engine, session_factory
+from app.storage.unit_of_work import transactor
 from tests.service.helpers import table_counts
 
 
@@ -53,11 +54,10 @@ def _matches(url: str) -> int:
 def test_every_chunk_is_written_and_the_reader_ends(database_url: str, tmp_path: Path) -> None:
     _ladder(database_url)
     summary = import_matches(
-        sessions=session_factory(get_engine(database_url)),
+        transact=transactor(session_factory(get_engine(database_url))),
         ladder_id="reader",
         path=_file(tmp_path, 95),
         chunk=10,
-        progress=False,
     )
     assert (summary.read, summary.recorded, summary.skipped) == (95, 95, 0)
     assert _matches(database_url) == 95
@@ -70,11 +70,10 @@ def test_a_bad_line_read_ahead_waits_for_the_chunks_before_it(
     _ladder(database_url)
     with pytest.raises(ImportFailed, match=r"^line 47: .*\(nothing of lines 41-47 was written\)"):
         import_matches(
-            sessions=session_factory(get_engine(database_url)),
+            transact=transactor(session_factory(get_engine(database_url))),
             ladder_id="reader",
             path=_file(tmp_path, 95, bad_line=47),
             chunk=10,
-            progress=False,
         )
     assert _matches(database_url) == 40  # the four chunks before the bad line's own
     assert _readers() == []
@@ -84,11 +83,10 @@ def test_a_writer_that_stops_stops_the_reader(database_url: str, tmp_path: Path)
     before = table_counts(database_url)
     with pytest.raises(ImportFailed, match="no-such-ladder"):
         import_matches(
-            sessions=session_factory(get_engine(database_url)),
+            transact=transactor(session_factory(get_engine(database_url))),
             ladder_id="no-such-ladder",
             path=_file(tmp_path, 500),
             chunk=10,
-            progress=False,
         )
     assert table_counts(database_url) == before
     assert _readers() == []

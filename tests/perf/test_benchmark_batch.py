@@ -10,8 +10,8 @@ from types import ModuleType
 
 import pytest
 
-from app.api.schemas import MAX_BATCH, MAX_BATCH_SLOTS, MatchBatch
 from app.config import Settings
+from app.domain.documents.matches import MAX_BATCH, MAX_BATCH_SLOTS, MatchBatch
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "batch.py"
 

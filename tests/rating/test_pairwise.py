@@ -241,7 +241,7 @@ class TestLargeMatchUpdates:
         _assert_close(got, want, _spread(model) + abs(model.rating().mu))
 
     def test_the_bounds_are_the_ladders(self) -> None:
-        from app.api.schemas import MAX_PLAYERS, MAX_TEAMS
+        from app.domain.documents.shared import MAX_PLAYERS, MAX_TEAMS
 
         # Every match a ladder records takes the scalar code (which the replay kernels
         # repeat bit for bit).

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.api.schemas import MAX_BATCH, MAX_BATCH_SLOTS, MAX_PLAYERS
+from app.domain.documents.matches import MAX_BATCH, MAX_BATCH_SLOTS
+from app.domain.documents.shared import MAX_PLAYERS
 from app.services import importer, recording
 from tests.service.helpers import assert_problem, create_ladder, post_match, table_counts
 

@@ -30,8 +30,7 @@ from app.storage.repositories import (
 )
 
 CONFIGS = {
-    algorithm: ladder_config(Ladder(id="l", algorithm=algorithm, params={}))
-    for algorithm in ("trueskill", "plackett_luce", "elo")
+    algorithm: ladder_config(algorithm, {}) for algorithm in ("trueskill", "plackett_luce", "elo")
 }
 
 #: Every kind of float the repr writes differently: exponents both ways, subnormals,

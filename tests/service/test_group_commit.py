@@ -16,8 +16,8 @@ from sqlalchemy import event, text
 from sqlalchemy.exc import IntegrityError
 
 from app.api import writer
-from app.api.schemas import MatchCreate
 from app.api.writer import GroupWriter
+from app.domain.documents.matches import MatchCreate
 from app.errors import Conflict, InvalidInput, NotFound, ProblemError, Unauthorized
 from app.services import auth, recording
 from app.services.recording import Answer, Submitted

@@ -11,7 +11,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from app.api.schemas import MatchCreate
+from app.domain.documents.matches import MatchCreate
 from app.services import recording
 from app.storage import repositories, unit_of_work
 from app.storage.engine import get_engine, session_factory

@@ -192,7 +192,7 @@ def test_the_route_is_documented(client: TestClient) -> None:
     schemas = document["components"]["schemas"]
     for name in ("MatchmakingRequest", "MatchmakingOut"):
         assert schemas[name]["examples"], name
-    from app.api.schemas.matchmaking import MatchmakingOut, MatchmakingRequest
+    from app.domain.documents.matchmaking import MatchmakingOut, MatchmakingRequest
 
     for model in (MatchmakingRequest, MatchmakingOut):
         for example in model.model_json_schema()["examples"]:

@@ -17,9 +17,10 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from app.cli.progress import Bars, evaluation_reporter, wanted
 from app.evaluation.auto import SHORT, SHORTLIST, AutoResult
 from app.evaluation.data import DataError, read_matches
 from app.evaluation.presets import DEFAULT_ALGORITHMS, NAMES
@@ -49,11 +50,6 @@ def _not_installed(what: str, package: str) -> int | None:
             f"{what} needs {package}, which is not installed: {EVAL_EXTRA}", _EXIT_NOT_INSTALLED
         )
     return None
-
-
-def _wanted(flag: bool) -> bool:
-    """Progress on stderr with ``--progress`` or when stderr is a terminal."""
-    return flag or sys.stderr.isatty()
 
 
 def _percent(value: float) -> str:
@@ -133,20 +129,20 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     if args.plots and (status := _not_installed("--plots", "matplotlib")) is not None:
         return status
-    progress = _wanted(args.progress)
     rows: list[dict[str, Any]] = []
     notes: list[str] = []
     for path in args.files:
         try:
             match_file = read_matches(path)
-            evaluation = evaluate_file(
-                match_file,
-                names,
-                params,
-                progress=progress,
-                track=6 if args.plots else 0,
-                tie_weight=1.0 if args.prediction_ties == "wrong" else 0.5,
-            )
+            with Bars(unit=" matches", shown=wanted(args.progress)) as bars:
+                evaluation = evaluate_file(
+                    match_file,
+                    names,
+                    params,
+                    on_progress=bars,
+                    track=6 if args.plots else 0,
+                    tie_weight=1.0 if args.prediction_ties == "wrong" else 0.5,
+                )
         except DataError as exc:
             return _fail(str(exc))
         except RatingInputError as exc:
@@ -200,12 +196,11 @@ def cmd_fit(args: argparse.Namespace) -> int:
         return _fail(
             f"unknown algorithm {args.algorithm!r}: choose from {', '.join(NAMES)} or {AUTO}"
         )
-    verbose = _wanted(args.progress)
+    reporter = evaluation_reporter(wanted(args.progress))
 
     def report(count: int, values: dict[str, float], loss: float) -> None:
-        if verbose:
-            shown = ", ".join(f"{k}={v:.4g}" for k, v in values.items())
-            print(f"  evaluation {count}: {shown}: log loss {loss:.5f}", file=sys.stderr)
+        if reporter is not None:
+            reporter("", count, values, loss)
 
     started = time.perf_counter()
     try:
@@ -298,7 +293,7 @@ def _fit_auto(args: argparse.Namespace) -> int:
             short=args.screening,
             shortlist=args.shortlist,
             jobs=args.jobs or os.cpu_count() or 1,
-            on_evaluation=evaluation_reporter(args.progress),
+            on_evaluation=evaluation_reporter(wanted(args.progress)),
         )
     except DataError as exc:
         return _fail(str(exc))
@@ -328,20 +323,6 @@ def _fit_auto(args: argparse.Namespace) -> int:
     print("ladder params:")
     print(json.dumps({"algorithm": result.algorithm, "params": result.params}))
     return 0
-
-
-def evaluation_reporter(
-    progress: bool,
-) -> Callable[[str, int, dict[str, float], float], None] | None:
-    """What ``--progress`` prints after each replay of a candidate (None: nothing)."""
-    if not _wanted(progress):
-        return None
-
-    def report(name: str, count: int, values: dict[str, float], loss: float) -> None:
-        shown = ", ".join(f"{k}={v:.4g}" for k, v in values.items())
-        print(f"  {name} evaluation {count}: {shown}: log loss {loss:.5f}", file=sys.stderr)
-
-    return report
 
 
 def print_auto(source: str, found: AutoResult, seconds: float, *, start: str = "default") -> None:
@@ -463,7 +444,7 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:  # type: ignore
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``evaluate`` or ``fit`` standalone: ``python -m app.evaluation.cli evaluate ...``."""
+    """Run ``evaluate`` or ``fit`` standalone: ``python -m app.cli.evaluate evaluate ...``."""
     parser = argparse.ArgumentParser(prog="ratings")
     add_parsers(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
     args = parser.parse_args(argv)

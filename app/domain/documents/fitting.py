@@ -1,7 +1,7 @@
 """Request and response bodies of fitting a ladder (``POST /v1/ladders/{ladder}/fit``).
 
-The shape checks follow ``app.api.schemas``: unknown fields are refused, and a validator's
-message starts with the field it is about.
+The shape checks follow ``app.domain.documents.shared``: unknown fields are refused, and a
+validator's message starts with the field it is about.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-from app.api.schemas import Algorithm, LadderUpdated
+from app.domain.documents.ladders import LadderUpdated
+from app.domain.documents.shared import Algorithm
 
 __all__ = ["FitCandidate", "FitMeasures", "FitOnBound", "FitOutcome", "FitRequest"]
 

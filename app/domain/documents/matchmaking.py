@@ -1,7 +1,7 @@
 """Request and response bodies of matchmaking (``http-api.md``, "Predictions and matchmaking").
 
-The shape checks follow ``app.api.schemas``: unknown fields are refused, and a validator's
-message starts with the field it is about.
+The shape checks follow ``app.domain.documents.shared``: unknown fields are refused, and a
+validator's message starts with the field it is about.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from app.api.schemas import MAX_ID_LENGTH, MAX_PLAYERS, MAX_TEAMS, PlayerId
+from app.domain.documents.shared import MAX_ID_LENGTH, MAX_PLAYERS, MAX_TEAMS, PlayerId
 
 __all__ = ["MatchmakingOut", "MatchmakingRequest"]
 

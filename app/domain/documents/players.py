@@ -1,0 +1,208 @@
+"""A player's documents: the leaderboard, the player's rating and rank, seeds, history and
+erasure."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+)
+
+from app.domain.documents.shared import (
+    VOLATILITY_DESCRIPTION,
+    Mu,
+    NextCursor,
+    RatingOut,
+    RequestBody,
+    Sigma,
+)
+
+# -- players and leaderboard ----------------------------------------------------------------
+
+
+LEADERBOARD_ENTRY_EXAMPLE: dict[str, Any] = {
+    "rank": 1,
+    "player_id": "alice",
+    "mu": 29.39583201999916,
+    "sigma": 7.171475587326195,
+    "conservative": 7.881405258020575,
+    "matches": 1,
+    "last_played_at": "2026-11-21T10:00:00Z",
+    "volatility": None,
+}
+
+
+class LeaderboardEntry(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [LEADERBOARD_ENTRY_EXAMPLE]})
+
+    rank: int = Field(
+        description="Place on this leaderboard: 1 + the players ahead of this one "
+        "(among those with at least `min_matches`)."
+    )
+    player_id: str
+    mu: float
+    sigma: float | None
+    conservative: float
+    matches: int
+    last_played_at: datetime | None
+    volatility: float | None = Field(default=None, description=VOLATILITY_DESCRIPTION)
+
+
+class LeaderboardPage(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "entries": [LEADERBOARD_ENTRY_EXAMPLE],
+                    "next_cursor": "WzcuODgxNDA1MjU4MDIwNTc1LCJhbGljZSJd",
+                }
+            ]
+        }
+    )
+
+    entries: list[LeaderboardEntry]
+    next_cursor: NextCursor
+
+
+class PlayerOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "ladder": "halo-ffa",
+                    "player_id": "alice",
+                    "mu": 29.39583201999916,
+                    "sigma": 7.171475587326195,
+                    "conservative": 7.881405258020575,
+                    "rank": 1,
+                    "matches": 1,
+                    "last_played_at": "2026-11-21T10:00:00Z",
+                    "volatility": None,
+                }
+            ]
+        }
+    )
+
+    ladder: str
+    player_id: str
+    mu: float
+    sigma: float | None
+    conservative: float
+    rank: int = Field(description="Place on the leaderboard: players ahead of this one, plus 1.")
+    matches: int
+    last_played_at: datetime | None
+    volatility: float | None = Field(default=None, description=VOLATILITY_DESCRIPTION)
+
+
+class PlayerSeed(RequestBody):
+    """Set a player's rating (an import from another system); kept in history as an adjustment."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"mu": 31.5, "sigma": 2.5}, {"mu": 1720.0}]},
+    )
+
+    mu: Mu
+    sigma: Sigma | None = Field(
+        default=None,
+        description="Bayesian ladders: default the player's current sigma (the prior's for "
+        "a new player). Elo: omit or null.",
+    )
+    volatility: float | None = Field(
+        default=None,
+        description="Glicko-2 ladders: the volatility, in the range of the ladder's "
+        "`volatility` parameter; default the player's current one (the prior's for a new "
+        "player). Other ladders: omit or null.",
+    )
+
+
+class HistoryEntry(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "kind": "adjustment",
+                    "match_id": None,
+                    "played_at": "2026-11-21T09:00:00Z",
+                    "before": {
+                        "mu": 25.0,
+                        "sigma": 8.333333333333334,
+                        "conservative": 0.0,
+                        "volatility": None,
+                    },
+                    "after": {"mu": 31.5, "sigma": 2.5, "conservative": 24.0, "volatility": None},
+                }
+            ]
+        }
+    )
+
+    kind: Literal["match", "adjustment"]
+    match_id: str | None = Field(description="Null for an adjustment.")
+    played_at: datetime
+    before: RatingOut
+    after: RatingOut
+
+
+class HistoryPage(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "entries": [
+                        {
+                            "kind": "match",
+                            "match_id": "g-1042",
+                            "played_at": "2026-11-21T10:00:00Z",
+                            "before": {
+                                "mu": 1500.0,
+                                "sigma": 350.0,
+                                "conservative": 800.0,
+                                "volatility": 0.06,
+                            },
+                            "after": {
+                                "mu": 1662.310893906298,
+                                "sigma": 290.31896371798047,
+                                "conservative": 1081.672966470337,
+                                "volatility": 0.05999967537233814,
+                            },
+                        }
+                    ],
+                    "next_cursor": None,
+                }
+            ]
+        }
+    )
+
+    entries: list[HistoryEntry]
+    next_cursor: NextCursor
+
+
+class ErasureResult(BaseModel):
+    """What erasing a player did. The pseudonym now in their matches is not told: it would
+    link those matches to the id again."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "ladder": "halo-ffa",
+                    "player_id": "alice",
+                    "matches_pseudonymised": 12,
+                    "history_entries_removed": 13,
+                }
+            ]
+        }
+    )
+
+    ladder: str
+    player_id: str = Field(description="The id erased: the ladder no longer knows it.")
+    matches_pseudonymised: int = Field(
+        description="Stored matches (voided ones included) that now name a pseudonym instead."
+    )
+    history_entries_removed: int = Field(
+        description="Rating changes removed: one per counted match and per seeded rating."
+    )
