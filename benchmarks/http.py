@@ -834,11 +834,12 @@ def captured_statements(engine: Any) -> Iterator[list[Statement]]:
     """Collects what the driver is handed while one of :data:`FLOOR_STATEMENTS` runs.
 
     The functions are wrapped where the recording service calls them (the module
-    ``app.storage.repositories``), and a listener on ``engine`` takes each statement's text
-    and parameters at the cursor, after SQLAlchemy has compiled and converted them."""
+    ``app.storage.repositories.recording``), and a listener on ``engine`` takes each
+    statement's text and parameters at the cursor, after SQLAlchemy has compiled and
+    converted them."""
     from sqlalchemy import event
 
-    from app.storage import repositories
+    from app.storage.repositories import recording as repositories
 
     statements: list[Statement] = []
     depth = [0]
@@ -881,8 +882,8 @@ def prepare_floor(url: str, bodies: dict[str, list[dict[str, Any]]]) -> str:
     from app.domain.documents.ladders import LadderCreate
     from app.domain.ladders import ladder_config
     from app.services import ladders, recording
-    from app.storage import repositories
     from app.storage.engine import dispose_engines, get_engine, session_factory
+    from app.storage.repositories import ladders as ladder_repo
 
     key = prepare_database(url)
     now = datetime.now(UTC)
@@ -891,7 +892,7 @@ def prepare_floor(url: str, bodies: dict[str, list[dict[str, Any]]]) -> str:
         for mode, matches in bodies.items():
             body = LadderCreate(id=f"floor-{mode}", algorithm="trueskill")
             ladders.create_ladder(session=session, body=body, now=now)
-            ladder = repositories.get_ladder(session=session, ladder_id=body.id)
+            ladder = ladder_repo.get_ladder(session=session, ladder_id=body.id)
             assert ladder is not None
             recording._insert_ratings(
                 session=session,

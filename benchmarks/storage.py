@@ -8,7 +8,7 @@
 For each shape, a fresh database (a temporary SQLite file; with ``--postgres-url``, also a
 scratch PostgreSQL database created through that URL and dropped after), migrated with
 Alembic, given one ladder (``bench``), then loaded through ``app.services.importer.import_matches``
-(what ``ratings import`` runs: the batch path ``recording.record_matches``, a chunk per
+(what ``ratings import`` runs: the batch path ``batches.record_matches``, a chunk per
 transaction), so the rows are exactly the ones the service writes. Shapes:
 
 - ``1v1``: the first N matches of the international football results (real team names,

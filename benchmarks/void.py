@@ -31,7 +31,7 @@ if str(ROOT) not in sys.path:
 
 from app.domain.documents.ladders import LadderCreate  # noqa: E402
 from app.domain.documents.matches import MAX_BATCH, MatchCreate  # noqa: E402
-from app.services import ladders, recording, rerate  # noqa: E402
+from app.services import batches, ladders, rerate  # noqa: E402
 from app.storage.engine import get_engine, session_factory, upgrade  # noqa: E402
 from benchmarks.databases import fresh_database, print_table  # noqa: E402
 
@@ -78,7 +78,7 @@ def run(url: str, bodies: list[MatchCreate], algorithm: str) -> list[tuple[str, 
     started = time.perf_counter()
     for begin in range(0, len(bodies), MAX_BATCH):
         with sessions() as session:
-            recording.record_matches(
+            batches.record_matches(
                 session=session,
                 ladder_id="bench",
                 bodies=bodies[begin : begin + MAX_BATCH],

@@ -35,7 +35,7 @@ from app.domain.documents.matches import (
     VoidResult,
 )
 from app.domain.documents.shared import ID_PATTERN, MAX_ID_LENGTH, MAX_PLAYERS
-from app.services import auth, matches, recording, rerate
+from app.services import auth, batches, matches, rerate
 from app.services.recording import Submitted
 
 router = APIRouter(prefix="/ladders/{ladder}/matches", tags=["matches"])
@@ -143,14 +143,14 @@ async def record_batch(
     # in one transaction, all or nothing (rated again there if its players moved meanwhile).
     ahead = await run(
         access,
-        lambda session: recording.batch_ahead(
+        lambda session: batches.batch_ahead(
             session=session, ladder_id=ladder, bodies=body.matches, now=now
         ),
         read_only=True,
     )
     results = await run(
         access,
-        lambda session: recording.record_batch(
+        lambda session: batches.record_batch(
             session=session, ladder_id=ladder, bodies=body.matches, now=now, ahead=ahead
         ),
         bulk=True,

@@ -14,8 +14,10 @@ from app.api.metrics import METRICS_LADDERS, database_metrics, render_metrics
 from app.api.security import Access, Credentials
 from app.config import get_settings
 from app.errors import ServiceUnavailable, Unauthorized
-from app.storage import repositories, unit_of_work
+from app.storage import unit_of_work
 from app.storage.engine import get_engine, schema_is_current
+from app.storage.repositories import accuracy as accuracy_repo
+from app.storage.repositories import ladders as ladder_repo
 
 router = APIRouter(tags=["operations"])
 
@@ -60,13 +62,13 @@ async def readyz() -> Status:
 
 def _last_match_seq() -> int:
     return unit_of_work.run(
-        lambda session: repositories.last_match_seq(session=session), read_only=True, attempts=1
+        lambda session: ladder_repo.last_match_seq(session=session), read_only=True, attempts=1
     )
 
 
 def _ladder_tallies() -> dict[str, list[int]]:
     return unit_of_work.run(
-        lambda session: repositories.tallies(session=session, limit=METRICS_LADDERS),
+        lambda session: accuracy_repo.tallies(session=session, limit=METRICS_LADDERS),
         read_only=True,
         attempts=1,
     )

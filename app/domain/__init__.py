@@ -1,2 +1,4 @@
-"""The domain: what a ladder's configuration, a match outcome, a paging cursor and a match's
-result document are. Plain values and rules; no session, no web."""
+"""The domain: what a ladder's configuration, a match outcome, a paging cursor, a match's
+result document and a pseudonym are, and the request and response documents of the API
+(``documents``: pydantic models every layer above reads). Plain values and rules over the
+rating core: no session, no HTTP."""

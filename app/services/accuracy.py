@@ -3,7 +3,7 @@
 Every write that changes which matches count or what they predicted changes the ladder's
 tally (``app.domain.accuracy.Tally``) in its own transaction: a recording adds its
 matches' share (:func:`shares`, written with the matches by
-``repositories.write_recorded``), a void takes the voided match's share away and replaces
+``recording_repo.write_recorded``), a void takes the voided match's share away and replaces
 the shares of the matches it re-rated (:func:`adjust`), a rebuild replaces the whole tally
 (:func:`replace`; both from ``app.services.rerate``). A ladder's tally therefore always
 equals one summed afresh from its stored matches, so reading it costs one short statement
@@ -26,8 +26,8 @@ from app.domain.accuracy import Tally
 from app.domain.documents.accuracy import AccuracyOut, CalibrationBinOut
 from app.domain.outcomes import outcome_of
 from app.domain.times import utc
-from app.storage import repositories
 from app.storage.models import Ladder
+from app.storage.repositories import accuracy as accuracy_repo
 
 #: Stripes of a ladder's tally: a recording adds to one of them at random, so that
 #: concurrent writers of one ladder seldom wait for the same row (on PostgreSQL).
@@ -37,7 +37,7 @@ MAX_WINDOW = 10_000
 
 
 def shares(tallies: Mapping[str, Tally]) -> dict[str, list[int]]:
-    """What newly recorded matches scored, as ``repositories.write_recorded`` adds it to
+    """What newly recorded matches scored, as ``recording_repo.write_recorded`` adds it to
     their ladders' tallies in the same statements (ladders whose matches scored nothing
     are left out)."""
     return {ladder_id: t.values for ladder_id, t in tallies.items() if t.matches}
@@ -52,17 +52,17 @@ def adjust(*, session: Session, ladder_id: str, change: Tally) -> None:
     """Add ``change`` (a void's: the shares of re-rated matches new less old) to the
     ladder's tally."""
     if any(change.values):
-        repositories.add_tallies(session=session, stripe=0, tallies={ladder_id: change.values})
+        accuracy_repo.add_tallies(session=session, stripe=0, tallies={ladder_id: change.values})
 
 
 def replace(*, session: Session, ladder_id: str, tally: Tally) -> None:
     """Make ``tally`` the ladder's whole tally (a rebuild's: every match re-rated)."""
-    repositories.replace_tally(session=session, ladder_id=ladder_id, values=tally.values)
+    accuracy_repo.replace_tally(session=session, ladder_id=ladder_id, values=tally.values)
 
 
 def tally_of(*, session: Session, ladder_id: str) -> Tally:
     """The ladder's tally, its stripes added up."""
-    found = repositories.tallies(session=session, ladder_ids=[ladder_id]).get(ladder_id)
+    found = accuracy_repo.tallies(session=session, ladder_ids=[ladder_id]).get(ladder_id)
     return Tally.zero() if found is None else Tally.of(found)
 
 
@@ -70,7 +70,9 @@ def scan(*, session: Session, ladder_id: str, window: int, since: datetime | Non
     """The tally of the ladder's ``window`` newest matches that count, only those played
     at or after ``since`` if given; matches without stored probabilities are left out."""
     tally = Tally.zero()
-    for row in repositories.recent_predictions(session=session, ladder_id=ladder_id, window=window):
+    for row in accuracy_repo.recent_predictions(
+        session=session, ladder_id=ladder_id, window=window
+    ):
         probabilities = row.win_probabilities
         if probabilities is None or (since is not None and utc(row.played_at) < since):
             continue

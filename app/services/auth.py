@@ -27,9 +27,10 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy.orm import Session
 
 from app.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
-from app.storage import console_sessions, keys, repositories
+from app.storage import console_sessions, keys
+from app.storage import keys as key_repo
 from app.storage.models import ApiKey
-from app.storage.repositories import KeyRow
+from app.storage.repositories.recording import KeyRow
 from app.storage.unit_of_work import Transact
 
 #: The scopes, weakest first; a key may do everything its scope and the weaker ones allow.
@@ -146,7 +147,7 @@ def ensure_first_admin_key(session: Session) -> NewKey | None:
     Replicas starting together on PostgreSQL take a transaction-scoped advisory lock first,
     so only one of them makes the key (SQLite's ``BEGIN IMMEDIATE`` already serialises).
     """
-    repositories.serialize_first_start(session=session)
+    key_repo.serialize_first_start(session=session)
     if keys.any_key(session=session):
         return None
     return create_key(session, name="admin", scope="admin")

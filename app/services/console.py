@@ -26,8 +26,11 @@ from app.domain.times import utc
 from app.errors import NotFound
 from app.rating.base import Rating
 from app.services import accuracy, players
-from app.storage import repositories
 from app.storage.models import Ladder
+from app.storage.repositories import accuracy as accuracy_repo
+from app.storage.repositories import ladders as ladder_repo
+from app.storage.repositories import matches as match_repo
+from app.storage.repositories import ratings as rating_repo
 
 #: How many of the newest matches the prediction health reads (the accuracy window's
 #: bound: one range scan of the matches index, whatever the ladder's size).
@@ -53,7 +56,7 @@ class LadderSummary:
 
 
 def ladder_summary(*, session: Session, ladder: Ladder) -> LadderSummary:
-    counted = repositories.count_players(session=session, ladder_ids=[ladder.id])
+    counted = ladder_repo.count_players(session=session, ladder_ids=[ladder.id])
     return LadderSummary(
         id=ladder.id,
         algorithm=ladder.algorithm,
@@ -109,10 +112,10 @@ class Trajectory:
 
 def trajectory(*, session: Session, ladder: Ladder, player_id: str) -> Trajectory:
     """The player's whole trajectory: one indexed range of their history."""
-    if repositories.read_rating(session=session, ladder_id=ladder.id, player_id=player_id) is None:
+    if rating_repo.read_rating(session=session, ladder_id=ladder.id, player_id=player_id) is None:
         raise players.unknown_player(ladder, player_id)
     config = ladder_config(ladder.algorithm, ladder.params)
-    rows = repositories.trajectory(session=session, ladder_id=ladder.id, player_id=player_id)
+    rows = match_repo.trajectory(session=session, ladder_id=ladder.id, player_id=player_id)
     mus: list[float] = []
     sigmas: list[float] = []
     flags: list[int] = []
@@ -235,7 +238,7 @@ def match_history(
         session=session, ladder=ladder, player_id=player_id, limit=limit, cursor=cursor
     )
     ids = [entry.match_id for entry in page.entries if entry.match_id is not None]
-    stored = repositories.find_matches(session=session, ladder_id=ladder.id, match_ids=ids)
+    stored = match_repo.find_matches(session=session, ladder_id=ladder.id, match_ids=ids)
     return MatchHistory(
         entries=[
             _played(
@@ -271,7 +274,7 @@ class Health:
 
 def prediction_health(*, session: Session, ladder: Ladder) -> Health:
     overall = accuracy.ladder_accuracy(session=session, ladder=ladder, window=None, since=None)
-    rows = repositories.recent_predictions(
+    rows = accuracy_repo.recent_predictions(
         session=session, ladder_id=ladder.id, window=HEALTH_WINDOW
     )
     rows.reverse()  # oldest first

@@ -35,9 +35,14 @@ from app.domain.pseudonyms import (
     with_seeds,
 )
 from app.errors import NotFound
-from app.storage import blocks, repositories
+from app.storage import blocks
 from app.storage.models import Ladder
-from app.storage.repositories import MatchRow
+from app.storage.repositories import erasure as erasure_repo
+from app.storage.repositories import jobs as job_repo
+from app.storage.repositories import ladders as ladder_repo
+from app.storage.repositories import ratings as rating_repo
+from app.storage.repositories import rerating as rerating_repo
+from app.storage.repositories.rerating import MatchRow
 
 
 def erase_player(*, session: Session, ladder: Ladder, player_id: str) -> ErasureResult:
@@ -47,22 +52,22 @@ def erase_player(*, session: Session, ladder: Ladder, player_id: str) -> Erasure
     The ladder's row is locked first, alone (as a change of parameters locks it): matches
     being recorded or re-rated in it finish before, and none starts until this commits, so
     none rates or rewrites a match with the old id meanwhile. The wait for it is bounded
-    as a re-rating request's is (``repositories.hold_ladder_row``).
+    as a re-rating request's is (``ladder_repo.hold_ladder_row``).
     """
-    locked = repositories.hold_ladder_row(session=session, ladder_id=ladder.id, patient=False)
+    locked = ladder_repo.hold_ladder_row(session=session, ladder_id=ladder.id, patient=False)
     if locked is None:
         raise NotFound(f"ladder: no ladder {ladder.id!r}")
-    repositories.lift_statement_timeout(session=session)
-    rating = repositories.lock_rating(session=session, ladder_id=ladder.id, player_id=player_id)
-    seqs = repositories.player_match_seqs(session=session, ladder_id=ladder.id, player_id=player_id)
+    rerating_repo.lift_statement_timeout(session=session)
+    rating = rating_repo.lock_rating(session=session, ladder_id=ladder.id, player_id=player_id)
+    seqs = erasure_repo.player_match_seqs(session=session, ladder_id=ladder.id, player_id=player_id)
     if rating is None and not seqs:
         raise NotFound(f"player_id: no player {player_id[:128]!r} in ladder {ladder.id!r}")
     pseudonym = new_pseudonym()
     seeds = _seeds_before_matches(
-        repositories.player_changes(session=session, ladder_id=ladder.id, player_id=player_id)
+        erasure_repo.player_changes(session=session, ladder_id=ladder.id, player_id=player_id)
     )
     rows = []
-    for stored in repositories.lock_match_documents(session=session, seqs=seqs):
+    for stored in erasure_repo.lock_match_documents(session=session, seqs=seqs):
         request = pseudonymised_request(
             stored.request, old=player_id, new=pseudonym, seed=seeds.get(stored.seq)
         )
@@ -74,19 +79,19 @@ def erase_player(*, session: Session, ladder: Ladder, player_id: str) -> Erasure
                 "result": pseudonymised_result(stored.result, old=player_id, new=pseudonym),
             }
         )
-    repositories.rewrite_requests(session=session, rows=rows)
-    repositories.rename_participant(
+    erasure_repo.rewrite_requests(session=session, rows=rows)
+    erasure_repo.rename_participant(
         session=session, ladder_id=ladder.id, old=player_id, new=pseudonym
     )
     _pseudonymise_jobs(session, ladder.id, old=player_id, new=pseudonym)
-    removed = repositories.delete_player_history(
+    removed = erasure_repo.delete_player_history(
         session=session, ladder_id=ladder.id, player_id=player_id
     )
     # The id may stand as a fence of the rank blocks (in any bucket, even one the player
     # has left): those blocks merge into the ones before them, before the rating goes.
     blocks.forget_fences(session, ladder_id=ladder.id, player_id=player_id)
     if rating is not None:
-        repositories.delete_ratings(session=session, ladder_id=ladder.id, player_ids=[player_id])
+        rerating_repo.delete_ratings(session=session, ladder_id=ladder.id, player_ids=[player_id])
     return ErasureResult(
         ladder=ladder.id,
         player_id=player_id,
@@ -99,15 +104,15 @@ def _pseudonymise_jobs(session: Session, ladder_id: str, *, old: str, new: str) 
     """The ladder's jobs (their requests, results and problems) with ``old`` named ``new``
     wherever it stands whole (``pseudonyms.pseudonymised_json``)."""
     rows = []
-    for job_id, *documents in repositories.job_documents(session=session, ladder_id=ladder_id):
+    for job_id, *documents in job_repo.job_documents(session=session, ladder_id=ladder_id):
         renamed = [pseudonymised_json(document, old=old, new=new) for document in documents]
         if renamed != documents:
             request, result, error = renamed
             rows.append({"id": job_id, "request": request, "result": result, "error": error})
-    repositories.rewrite_job_documents(session=session, rows=rows)
+    job_repo.rewrite_job_documents(session=session, rows=rows)
 
 
-def _seeds_before_matches(changes: Sequence[repositories.ChangeRow]) -> dict[int, Seed]:
+def _seeds_before_matches(changes: Sequence[erasure_repo.ChangeRow]) -> dict[int, Seed]:
     """For each match (by seq) that a seed came before (since the player's previous match),
     the latest such seeded rating: what a replay must set the pseudonym to there."""
     out: dict[int, Seed] = {}
@@ -145,7 +150,7 @@ def pseudonym_starts(
         for player in reached
         if is_pseudonym(player)
     }
-    documents = repositories.match_results(session=session, seqs=sorted(set(where.values())))
+    documents = erasure_repo.match_results(session=session, seqs=sorted(set(where.values())))
     starts: dict[str, Seed] = {}
     for player, seq in where.items():
         for team in json.loads(documents[seq])["teams"]:
@@ -197,5 +202,5 @@ def carry_seeds(
             rows.append({"seq": row.seq, "request": request, "body_hash": body_hash(request)})
             row = row._replace(request=request)
         out.append(row)
-    repositories.rewrite_requests(session=session, rows=rows)
+    erasure_repo.rewrite_requests(session=session, rows=rows)
     return out

@@ -47,9 +47,10 @@ from app.evaluation.data import Match, MatchFile
 from app.rating.registry import ALGORITHMS, parameters
 from app.services import ladders, rerate
 from app.services.rerate import Progress, Rerating
-from app.storage import repositories
 from app.storage.models import Ladder
-from app.storage.repositories import MatchRow
+from app.storage.repositories import ladders as ladder_repo
+from app.storage.repositories import rerating as rerating_repo
+from app.storage.repositories.rerating import MatchRow
 from app.storage.unit_of_work import Transact
 
 if TYPE_CHECKING:
@@ -85,7 +86,7 @@ def ladder_matches(*, session: Session, ladder: Ladder) -> MatchFile:
     matches: list[Match] = []
     after = 0
     while True:
-        rows = repositories.matches_page(
+        rows = rerating_repo.matches_page(
             session=session, ladder_id=ladder.id, after_seq=after, limit=PAGE
         )
         matches.extend(_match(row, index, players) for row in rows)
@@ -157,7 +158,7 @@ def check_request(*, algorithm: str, body: FitRequest, matches: int) -> None:
 
 def plan_fit(*, session: Session, ladder: Ladder, body: FitRequest) -> Rerating:
     """The fit as a job (checked now: a bad request is answered at once)."""
-    count = repositories.count_matches(session=session, ladder_ids=[ladder.id]).get(ladder.id, 0)
+    count = ladder_repo.count_matches(session=session, ladder_ids=[ladder.id]).get(ladder.id, 0)
     check_request(algorithm=ladder.algorithm, body=body, matches=count)
     return Rerating(
         kind="fit", ladder_id=ladder.id, request=body.model_dump(mode="json"), size=count

@@ -2,9 +2,9 @@
 
 Each line is exactly the body of ``POST /v1/ladders/{ladder}/matches`` (``.gz`` files are
 read compressed). Every chunk is one transaction through the batch path
-(``recording.record_matches``), so an import rates exactly as posting the matches would.
+(``batches.record_matches``), so an import rates exactly as posting the matches would.
 While a chunk is written, the next is parsed and rated from the ratings the chunk leaves
-(``recording.rate_ahead``); its transaction writes those numbers only if, under the
+(``batches.rate_ahead``); its transaction writes those numbers only if, under the
 players' locks, their ratings are the ones they were rated from and none of its match_ids
 is recorded, and otherwise records the chunk as usual. Matches already recorded (by
 ``match_id``, with the same body) are skipped, so an import that stopped can simply be run
@@ -37,18 +37,11 @@ from sqlalchemy.orm import Session
 from app.domain.documents.matches import MAX_BATCH, MAX_BATCH_SLOTS, MatchCreate
 from app.domain.ladders import LADDER_ID
 from app.errors import ProblemError
-from app.services.recording import (
-    Ahead,
-    MatchConflict,
-    MatchRefused,
-    rate_ahead,
-    ratings_of,
-    record_ahead,
-    record_matches,
-)
-from app.storage import repositories
+from app.services.batches import Ahead, rate_ahead, ratings_of, record_ahead, record_matches
+from app.services.rating import MatchConflict, MatchRefused
 from app.storage.models import Ladder
-from app.storage.repositories import RatingState
+from app.storage.repositories import recording as recording_repo
+from app.storage.repositories.ratings import RatingState
 from app.storage.unit_of_work import Transact
 
 #: Matches per transaction: the most a batch takes (fewer, larger transactions cost the
@@ -304,7 +297,7 @@ def import_matches(
 def _ladder(transact: Transact, ladder_id: str) -> tuple[Ladder, str, str]:
     """The ladder to import into, with its algorithm and parameters as stored."""
     found = transact(
-        lambda session: repositories.key_and_ladder(
+        lambda session: recording_repo.key_and_ladder(
             session=session,
             key_hash="",
             ladder_id=ladder_id if LADDER_ID.fullmatch(ladder_id) else None,

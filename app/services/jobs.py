@@ -46,9 +46,11 @@ from app.domain.times import utc
 from app.errors import Conflict, NotFound, problem_of
 from app.services import fitting, ladders, rerate
 from app.services.rerate import Rerating
-from app.storage import cancels, repositories
+from app.storage import cancels
 from app.storage.engine import on_postgres
-from app.storage.repositories import UNFINISHED, JobRow
+from app.storage.repositories import jobs as job_repo
+from app.storage.repositories import sql as sql_repo
+from app.storage.repositories.jobs import UNFINISHED, JobRow
 from app.storage.unit_of_work import Transact
 
 _log = logging.getLogger("app.jobs")
@@ -122,7 +124,7 @@ def _stale(session: Session, row: JobRow, now: datetime, *, patience: float = 1.
     if row.owner == owner():
         with _running_lock:
             return row.id not in _running
-    if repositories.others_write_meanwhile(session=session):
+    if sql_repo.others_write_meanwhile(session=session):
         lease = get_settings().job_lease_s * patience
         return utc(row.heartbeat_at) < now - timedelta(seconds=lease)
     return _worker_gone(row.owner)
@@ -138,7 +140,7 @@ def _ended_values(session: Session, row: JobRow, now: datetime) -> dict[str, Any
         known = _unwritten.get(row.id)
     if known is not None:
         problem = known
-    elif row.owner == owner() or not repositories.others_write_meanwhile(session=session):
+    elif row.owner == owner() or not sql_repo.others_write_meanwhile(session=session):
         problem = _problem(ENDED)
     else:
         problem = _problem(SILENT.format(seconds=get_settings().job_lease_s))
@@ -148,7 +150,7 @@ def _ended_values(session: Session, row: JobRow, now: datetime) -> dict[str, Any
 def _live(session: Session) -> bool:
     """Whether progress can be written while the re-rating's transaction is open: not on
     SQLite, whose one writer is that transaction."""
-    return repositories.others_write_meanwhile(session=session)
+    return sql_repo.others_write_meanwhile(session=session)
 
 
 # -- submitting ------------------------------------------------------------------------------
@@ -159,7 +161,7 @@ def pending(*, session: Session, ladder_id: str, now: datetime) -> bool:
     for now goes behind it as a job too, instead of holding its request while it waits."""
     return any(
         not _stale(session, row, now)
-        for row in repositories.unfinished_jobs(session=session, ladder_id=ladder_id)
+        for row in job_repo.unfinished_jobs(session=session, ladder_id=ladder_id)
     )
 
 
@@ -182,7 +184,7 @@ def submit(*, session: Session, rerating: Rerating, now: datetime) -> JobOut:
         finished_at=None,
         heartbeat_at=now,
     )
-    repositories.add_job(session=session, row=row._asdict())
+    job_repo.add_job(session=session, row=row._asdict())
     return _out(row)
 
 
@@ -242,14 +244,14 @@ def _write(
 ) -> bool:
     """``values`` into the job if it has not ended, in a short transaction of its own."""
     return transact(
-        lambda session: repositories.update_unfinished_job(
+        lambda session: job_repo.update_unfinished_job(
             session=session, job_id=job_id, values=values, beat_before=beat_before
         )
     )
 
 
 def _cancel_statement(session: Session, *, pid: int) -> None:
-    repositories.cancel_backend_statement(session=session, pid=pid)
+    job_repo.cancel_backend_statement(session=session, pid=pid)
 
 
 def _heartbeat(transact: Transact, job_id: str, stop: threading.Event) -> None:
@@ -304,7 +306,7 @@ def _work(
     def work(session: Session) -> None:
         now = _now()
         reporter.started = False
-        pid = repositories.backend_pid(session=session)
+        pid = job_repo.backend_pid(session=session)
         if pid is not None:
             with _running_lock:
                 _backends[job.id] = pid
@@ -325,7 +327,7 @@ def _work(
             finished["started_at"] = started_at
         elif reporter.started:
             del finished["started_at"]  # written when it started
-        if not repositories.update_unfinished_job(session=session, job_id=job.id, values=finished):
+        if not job_repo.update_unfinished_job(session=session, job_id=job.id, values=finished):
             raise _Abandoned
 
     return work
@@ -338,7 +340,7 @@ def _run(job_id: str, transact: Transact) -> None:
     try:
         job, live = transact(
             lambda session: (
-                repositories.get_job(session=session, job_id=job_id),
+                job_repo.get_job(session=session, job_id=job_id),
                 _live(session),
             ),
             read_only=True,
@@ -400,7 +402,7 @@ def cancel(*, session: Session, job_id: str, now: datetime) -> tuple[JobOut, boo
     heartbeat, and cannot commit before): ``(job, True)``. On SQLite, where the job is the
     one writer, it is asked to stop and writes its end itself: ``(job, False)``, poll it.
     An unknown job is a 404; one that has ended, a 409."""
-    row = repositories.get_job(session=session, job_id=job_id)
+    row = job_repo.get_job(session=session, job_id=job_id)
     if row is None:
         raise NotFound(f"job_id: no job {job_id[:64]!r}")
     if row.state not in UNFINISHED:
@@ -409,7 +411,7 @@ def cancel(*, session: Session, job_id: str, now: datetime) -> tuple[JobOut, boo
         cancels.request(row.id)
         return _out(row), False
     values = {"state": "cancelled", "finished_at": now}
-    if not repositories.update_unfinished_job(session=session, job_id=row.id, values=values):
+    if not job_repo.update_unfinished_job(session=session, job_id=row.id, values=values):
         raise Conflict("job_id: the job has ended meanwhile; there is nothing to cancel")
     return _out(row._replace(state="cancelled", finished_at=now)), True
 
@@ -427,7 +429,7 @@ def reap(now: datetime, *, transact: Transact) -> int:
     stale = transact(
         lambda session: [
             (row, _ended_values(session, row, now))
-            for row in repositories.every_unfinished_job(session=session)
+            for row in job_repo.every_unfinished_job(session=session)
             if _stale(session, row, now, patience=1.0 if row.owner == owner() else 2.0)
         ],
         read_only=True,
@@ -470,7 +472,7 @@ class Reaper:
 
 def view(*, session: Session, job_id: str, now: datetime, transact: Transact) -> JobOut:
     """The job; one whose worker is gone is failed (and written so)."""
-    row = repositories.get_job(session=session, job_id=job_id)
+    row = job_repo.get_job(session=session, job_id=job_id)
     if row is None:
         raise NotFound(f"job_id: no job {job_id[:64]!r}")
     if row.state in UNFINISHED:
@@ -490,7 +492,7 @@ def view(*, session: Session, job_id: str, now: datetime, transact: Transact) ->
 
 def _reread(transact: Transact, job_id: str) -> JobRow | None:
     return transact(
-        lambda session: repositories.get_job(session=session, job_id=job_id), read_only=True
+        lambda session: job_repo.get_job(session=session, job_id=job_id), read_only=True
     )
 
 

@@ -17,14 +17,17 @@ from app.domain.ladders import (
 )
 from app.domain.times import utc
 from app.errors import Conflict, InvalidInput, NotFound
-from app.storage import blocks, repositories
+from app.storage import blocks
 from app.storage.models import Ladder
+from app.storage.repositories import erasure as erasure_repo
+from app.storage.repositories import ladders as ladder_repo
+from app.storage.repositories import rerating as rerating_repo
 
 
 def create_ladder(*, session: Session, body: LadderCreate, now: datetime) -> tuple[LadderOut, bool]:
     """Create the ladder, or find the identical one. Returns (ladder, created)."""
     params = full_params(body.algorithm, body.params)
-    existing = repositories.get_ladder(session=session, ladder_id=body.id)
+    existing = ladder_repo.get_ladder(session=session, ladder_id=body.id)
     if existing is None:
         ladder = Ladder(
             id=body.id,
@@ -35,9 +38,9 @@ def create_ladder(*, session: Session, body: LadderCreate, now: datetime) -> tup
             bucket_width=bucket_width(body.algorithm, params),
         )
         try:
-            repositories.add_ladder(session=session, ladder=ladder)
+            ladder_repo.add_ladder(session=session, ladder=ladder)
         except IntegrityError:
-            existing = repositories.get_ladder(session=session, ladder_id=body.id)
+            existing = ladder_repo.get_ladder(session=session, ladder_id=body.id)
             if existing is None:
                 raise
         else:
@@ -56,8 +59,8 @@ def ladder_view(*, session: Session, ladder: Ladder) -> LadderOut:
 
 def _ladder_views(*, session: Session, ladders: Sequence[Ladder]) -> list[LadderOut]:
     ids = [ladder.id for ladder in ladders]
-    players = repositories.count_players(session=session, ladder_ids=ids) if ids else {}
-    matches = repositories.count_matches(session=session, ladder_ids=ids) if ids else {}
+    players = ladder_repo.count_players(session=session, ladder_ids=ids) if ids else {}
+    matches = ladder_repo.count_matches(session=session, ladder_ids=ids) if ids else {}
     return [
         LadderOut(
             id=ladder.id,
@@ -79,7 +82,7 @@ def list_ladders(*, session: Session, limit: int, cursor: str | None) -> LadderP
         if not (isinstance(key, list) and len(key) == 1 and isinstance(key[0], str)):
             raise InvalidInput("cursor: not a cursor of this list")
         after = key[0]
-    ladders = repositories.list_ladders(session=session, after=after, limit=limit + 1)
+    ladders = ladder_repo.list_ladders(session=session, after=after, limit=limit + 1)
     more = len(ladders) > limit
     ladders = ladders[:limit]
     return LadderPage(
@@ -90,11 +93,11 @@ def list_ladders(*, session: Session, limit: int, cursor: str | None) -> LadderP
 
 def get_ladder(*, session: Session, ladder_id: str, detached: bool = False) -> Ladder:
     """The ladder, or a 404. ``detached``: for a read, which never changes the ladder (see
-    :func:`repositories.read_ladder`)."""
+    :func:`ladder_repo.read_ladder`)."""
     # An id that breaks the id rules cannot exist; it is not even looked up.
     ladder = None
     if LADDER_ID.fullmatch(ladder_id):
-        read = repositories.read_ladder if detached else repositories.get_ladder
+        read = ladder_repo.read_ladder if detached else ladder_repo.get_ladder
         ladder = read(session=session, ladder_id=ladder_id)
     if ladder is None:
         raise NotFound(f"ladder: no ladder {ladder_id[:64]!r}")
@@ -113,10 +116,10 @@ def delete_ladder(*, session: Session, ladder: Ladder) -> LadderDeleted:
     share-lock it) and re-ratings of the ladder finish before, later ones wait and then
     find no ladder (404), so nothing of it is left behind. API keys belong to no ladder
     and stay."""
-    if repositories.lock_ladder(session=session, ladder_id=ladder.id, share=False) is None:
+    if ladder_repo.lock_ladder(session=session, ladder_id=ladder.id, share=False) is None:
         raise NotFound(f"ladder: no ladder {ladder.id!r}")
-    repositories.lift_statement_timeout(session=session)
-    removed = repositories.delete_ladder_rows(session=session, ladder_id=ladder.id)
+    rerating_repo.lift_statement_timeout(session=session)
+    removed = erasure_repo.delete_ladder_rows(session=session, ladder_id=ladder.id)
     return LadderDeleted(
         ladder=ladder.id,
         players=removed.players,

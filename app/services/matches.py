@@ -8,12 +8,12 @@ from sqlalchemy.orm import Session
 
 from app.domain.cursors import decode_cursor, encode_cursor
 from app.errors import InvalidInput, NotFound
-from app.storage import repositories
 from app.storage.models import Ladder
+from app.storage.repositories import matches as match_repo
 
 
 def match_result(*, session: Session, ladder: Ladder, match_id: str) -> str:
-    match = repositories.find_match(session=session, ladder_id=ladder.id, match_id=match_id)
+    match = match_repo.find_match(session=session, ladder_id=ladder.id, match_id=match_id)
     if match is None:
         raise NotFound(f"match_id: no match {match_id[:128]!r} in ladder {ladder.id!r}")
     return match.result
@@ -34,7 +34,7 @@ def list_matches(
         if not (isinstance(key, list) and len(key) == 1 and type(key[0]) is int):
             raise InvalidInput("cursor: not a cursor of this list")
         before_seq = key[0]
-    matches = repositories.list_matches(
+    matches = match_repo.list_matches(
         session=session,
         ladder_id=ladder.id,
         player_id=player_id,

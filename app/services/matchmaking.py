@@ -11,8 +11,8 @@ from app.domain.ladders import NUMERIC_ERRORS, ladder_config
 from app.errors import InvalidInput
 from app.rating.base import Rating, RatingInputError
 from app.rating.matchmaking import balanced_split
-from app.storage import repositories
 from app.storage.models import Ladder
+from app.storage.repositories import ratings as rating_repo
 
 __all__ = ["matchmake"]
 
@@ -27,7 +27,7 @@ def matchmake(*, session: Session, ladder: Ladder, body: MatchmakingRequest) -> 
     heuristic of ``app.rating.matchmaking`` beyond.
     """
     config = ladder_config(ladder.algorithm, ladder.params)
-    rows = repositories.get_ratings(session=session, ladder_id=ladder.id, player_ids=body.players)
+    rows = rating_repo.get_ratings(session=session, ladder_id=ladder.id, player_ids=body.players)
     prior = config.model.rating()
     pool = []
     for player in body.players:

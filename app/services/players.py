@@ -26,8 +26,10 @@ from app.domain.ladders import (
 from app.domain.times import utc
 from app.errors import InvalidInput, NotFound
 from app.rating.base import Rating
-from app.storage import repositories
 from app.storage.models import Ladder, PlayerRating, RatingHistory
+from app.storage.repositories import ladders as ladder_repo
+from app.storage.repositories import matches as match_repo
+from app.storage.repositories import ratings as rating_repo
 
 
 def rating_of(row: PlayerRating) -> Rating:
@@ -50,14 +52,14 @@ def leaderboard(
         ):
             raise InvalidInput("cursor: not a cursor of this leaderboard")
         after = (float(key[0]), key[1])
-    rows = repositories.leaderboard(
+    rows = rating_repo.leaderboard(
         session=session, ladder_id=ladder.id, after=after, limit=limit + 1, min_matches=min_matches
     )
     more = len(rows) > limit
     rows = rows[:limit]
     first_rank = 1
     if rows and after is not None:
-        first_rank += repositories.count_ahead(
+        first_rank += rating_repo.count_ahead(
             session=session,
             ladder_id=ladder.id,
             bucket_width=ladder.bucket_width,
@@ -89,10 +91,10 @@ def _player_view(
     *,
     session: Session,
     ladder: Ladder,
-    row: PlayerRating | repositories.RatingRow,
+    row: PlayerRating | rating_repo.RatingRow,
     own_writes: bool = False,
 ) -> PlayerOut:
-    ahead = repositories.count_ahead(
+    ahead = rating_repo.count_ahead(
         session=session,
         ladder_id=ladder.id,
         bucket_width=ladder.bucket_width,
@@ -104,9 +106,7 @@ def _player_view(
     return _player_out(ladder.id, row, ahead)
 
 
-def _player_out(
-    ladder_id: str, row: PlayerRating | repositories.RatingRow, ahead: int
-) -> PlayerOut:
+def _player_out(ladder_id: str, row: PlayerRating | rating_repo.RatingRow, ahead: int) -> PlayerOut:
     return PlayerOut(
         ladder=ladder_id,
         player_id=row.player_id,
@@ -127,7 +127,7 @@ def unknown_player(ladder: Ladder | str, player_id: str) -> NotFound:
 
 
 def get_player(*, session: Session, ladder: Ladder, player_id: str) -> PlayerOut:
-    row = repositories.read_rating(session=session, ladder_id=ladder.id, player_id=player_id)
+    row = rating_repo.read_rating(session=session, ladder_id=ladder.id, player_id=player_id)
     if row is None:
         raise unknown_player(ladder, player_id)
     return _player_view(session=session, ladder=ladder, row=row)
@@ -141,7 +141,7 @@ def player_bodies(
     transaction to begin and commit): each a body or the 404 to answer with. The ladders
     exist: the reads' validators said so."""
     pairs = [(ladder_id, str(args["player_id"])) for ladder_id, args in requests]
-    found = repositories.read_players(dbapi_connection, dialect, pairs)
+    found = rating_repo.read_players(dbapi_connection, dialect, pairs)
     bodies: list[bytes | Exception] = []
     for (ladder_id, player_id), player in zip(pairs, found, strict=True):
         if player is None:
@@ -166,8 +166,8 @@ def seed_player(
         _check_volatility(config, body.volatility)
     # The ladder share-locked, as recording a match does: a re-rating holding it (void,
     # rebuild) reads every seed and rating of the ladder, so the seed waits for it.
-    repositories.lock_ladder(session=session, ladder_id=ladder.id, share=True)
-    repositories.insert_missing_ratings(
+    ladder_repo.lock_ladder(session=session, ladder_id=ladder.id, share=True)
+    rating_repo.insert_missing_ratings(
         session=session,
         ladder_id=ladder.id,
         player_ids=[player_id],
@@ -177,7 +177,7 @@ def seed_player(
         now=now,
         volatility=prior.volatility,
     )
-    row = repositories.lock_rating(session=session, ladder_id=ladder.id, player_id=player_id)
+    row = rating_repo.lock_rating(session=session, ladder_id=ladder.id, player_id=player_id)
     if row is None:  # inserted just above, in this transaction
         raise unknown_player(ladder, player_id)
     old = rating_of(row)
@@ -190,7 +190,7 @@ def seed_player(
     row.updated_at = now
     if config.volatile and body.volatility is not None:
         row.volatility = body.volatility
-    repositories.add_history(
+    match_repo.add_history(
         session=session,
         entry=RatingHistory(
             ladder_id=ladder.id,
@@ -221,7 +221,7 @@ def _check_volatility(config: LadderConfig, volatility: float) -> None:
 def player_history(
     *, session: Session, ladder: Ladder, player_id: str, limit: int, cursor: str | None
 ) -> HistoryPage:
-    if repositories.read_rating(session=session, ladder_id=ladder.id, player_id=player_id) is None:
+    if rating_repo.read_rating(session=session, ladder_id=ladder.id, player_id=player_id) is None:
         raise unknown_player(ladder, player_id)
     before_id = None
     if cursor is not None:
@@ -230,7 +230,7 @@ def player_history(
             raise InvalidInput("cursor: not a cursor of this history")
         before_id = key[0]
     config = ladder_config(ladder.algorithm, ladder.params)
-    rows = repositories.history(
+    rows = match_repo.history(
         session=session,
         ladder_id=ladder.id,
         player_id=player_id,

@@ -15,8 +15,8 @@ from app.errors import InvalidInput
 from app.rating.base import RatingInputError
 from app.rating.quality import predict_rank
 from app.services.players import rating_of
-from app.storage import repositories
 from app.storage.models import Ladder
+from app.storage.repositories import ratings as rating_repo
 
 
 def _invalid(exc: RatingInputError) -> InvalidInput:
@@ -28,7 +28,7 @@ def predict(*, session: Session, ladder: Ladder, body: QualityRequest) -> Qualit
     is written."""
     config = ladder_config(ladder.algorithm, ladder.params)
     player_ids = [player for team in body.teams for player in team]
-    rows = repositories.get_ratings(session=session, ladder_id=ladder.id, player_ids=player_ids)
+    rows = rating_repo.get_ratings(session=session, ladder_id=ladder.id, player_ids=player_ids)
     prior = config.model.rating()
     teams = [
         [rating_of(rows[player]) if player in rows else prior for player in team]

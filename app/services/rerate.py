@@ -1,6 +1,6 @@
 """Re-rating recorded matches: voiding a match, rebuilding a whole ladder.
 
-Both replay matches with the engine of ``app.rating.replay`` (through ``recording.rate``,
+Both replay matches with the engine of ``app.rating.replay`` (through ``rating.rate``,
 the path new matches take) and rewrite what they computed: ratings, the history rows of the
 re-rated matches, their result documents (quality included) and win probabilities, and the
 ladder's accuracy tally (``app.services.accuracy``).
@@ -36,17 +36,14 @@ from app.domain.times import utc
 from app.errors import Conflict, NotFound
 from app.services import accuracy, erasure
 from app.services.ladders import ladder_view
-from app.services.recording import (
-    Planned,
-    Rated,
-    RatingTable,
-    day_of,
-    history_rows,
-    rate,
-)
-from app.storage import repositories
+from app.services.rating import Planned, Rated, RatingTable, day_of, rate
+from app.services.recording import history_rows
 from app.storage.models import Ladder, Match, RatingHistory
-from app.storage.repositories import HistoryRow, MatchRow
+from app.storage.repositories import ladders as ladder_repo
+from app.storage.repositories import matches as match_repo
+from app.storage.repositories import ratings as rating_repo
+from app.storage.repositories import rerating as rerating_repo
+from app.storage.repositories.rerating import HistoryRow, MatchRow
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +64,7 @@ def hold_ladder(*, session: Session, ladder_id: str, patient: bool = False) -> L
     re-rating (void, rebuild, new parameters) and erasure, before it reads anything else.
 
     On PostgreSQL the ladder's row is locked ``FOR UPDATE``. Recording a match share-locks
-    that row first of all (``repositories.key_and_ladder``), as does seeding a rating, so
+    that row first of all (``recording_repo.key_and_ladder``), as does seeding a rating, so
     re-ratings of one ladder run one after the other, each waits for the matches in flight
     and new matches wait for it; every writer takes the ladder before any rating row, so
     the two cannot deadlock. On SQLite the transaction holds the database already.
@@ -77,10 +74,10 @@ def hold_ladder(*, session: Session, ladder_id: str, patient: bool = False) -> L
     the ladder the statement timeout is lifted: re-rating a large ladder legitimately
     takes longer than a request's statement.
     """
-    ladder = repositories.hold_ladder_row(session=session, ladder_id=ladder_id, patient=patient)
+    ladder = ladder_repo.hold_ladder_row(session=session, ladder_id=ladder_id, patient=patient)
     if ladder is None:
         raise NotFound(f"ladder: no ladder {ladder_id[:64]!r}")
-    repositories.lift_statement_timeout(session=session)
+    rerating_repo.lift_statement_timeout(session=session)
     return ladder
 
 
@@ -284,8 +281,8 @@ def _replay_scope(
     pseudonym_seeds = erasure.seeds_at(scope.matches)
 
     def write(done: int) -> None:
-        repositories.update_matches(session=session, rows=match_updates)
-        repositories.update_history(session=session, rows=history_updates)
+        rerating_repo.update_matches(session=session, rows=match_updates)
+        rerating_repo.update_history(session=session, rows=history_updates)
         match_updates.clear()
         history_updates.clear()
         progress(done, len(planned))
@@ -390,7 +387,7 @@ def void_match(
     in one ordered statement.
     """
     ladder = hold_ladder(session=session, ladder_id=ladder.id, patient=patient)
-    match = repositories.lock_match(session=session, ladder_id=ladder.id, match_id=match_id)
+    match = rerating_repo.lock_match(session=session, ladder_id=ladder.id, match_id=match_id)
     if match is None:
         raise NotFound(f"match_id: no match {match_id[:128]!r} in ladder {ladder.id!r}")
     if match.voided_at is not None:
@@ -408,19 +405,19 @@ def void_match(
     # No match of the ladder can be recorded while it is held, so the matches read now are
     # all there are. The reached players' rows are locked too: a seed (PUT .../players/{id})
     # of one of them waits, or was committed before and is read below.
-    later = repositories.matches_after(session=session, ladder_id=ladder.id, after_seq=seq)
+    later = rerating_repo.matches_after(session=session, ladder_id=ladder.id, after_seq=seq)
     affected, reached, joined = _closure(voided_players, later)
-    states = repositories.lock_rating_states(
+    states = rating_repo.lock_rating_states(
         session=session, ladder_id=ladder.id, player_ids=sorted(reached)
     )
 
     affected = erasure.carry_seeds(session=session, voided_request=match.request, affected=affected)
-    first_id = repositories.first_history_id(session=session, match_seq=seq) or 0
-    history = repositories.history_from(
+    first_id = rerating_repo.first_history_id(session=session, match_seq=seq) or 0
+    history = rerating_repo.history_from(
         session=session, ladder_id=ladder.id, from_seq=seq, from_id=first_id
     )
     # Where each player starts: before the voided match, or before the match it joined at.
-    start = repositories.starting_ratings(session=session, ladder_id=ladder.id, match_seq=seq)
+    start = rerating_repo.starting_ratings(session=session, ladder_id=ladder.id, match_seq=seq)
     first_row: dict[str, int] = {}
     start_volatility: dict[str, float | None] = {}
     for row in history:
@@ -448,7 +445,7 @@ def void_match(
     # player who joined later its unreached matches in between.
     latest: dict[str, datetime | None] = {
         player: utc(played)
-        for player, played in repositories.latest_played_before(
+        for player, played in rerating_repo.latest_played_before(
             session=session, ladder_id=ladder.id, player_ids=sorted(reached), before_seq=seq
         ).items()
     }
@@ -484,7 +481,7 @@ def void_match(
     document = json.loads(match.result)
     document["voided"] = True
     document["voided_at"] = rfc3339(now)
-    repositories.update_matches(
+    rerating_repo.update_matches(
         session=session,
         rows=[
             {
@@ -495,7 +492,7 @@ def void_match(
             }
         ],
     )
-    repositories.delete_match_rows(session=session, model=RatingHistory, seqs=[seq])
+    rerating_repo.delete_match_rows(session=session, model=RatingHistory, seqs=[seq])
 
     newest: dict[str, datetime] = {}
     for rerated in affected:
@@ -517,15 +514,15 @@ def void_match(
             if count == 0:
                 gone.append(player)
         rows.append(_rating_row(config, table, player, count, last, now))
-    seeded = repositories.players_with_adjustments(
+    seeded = rerating_repo.players_with_adjustments(
         session=session, ladder_id=ladder.id, player_ids=gone
     )
     gone = [player for player in gone if player not in seeded]
-    repositories.update_ratings(
+    rating_repo.update_ratings(
         session=session, ladder_id=ladder.id, rows=[r for r in rows if r["player_id"] not in gone]
     )
     # A player whose only match was voided was never rated: it leaves the leaderboard.
-    repositories.delete_ratings(session=session, ladder_id=ladder.id, player_ids=gone)
+    rerating_repo.delete_ratings(session=session, ladder_id=ladder.id, player_ids=gone)
     return VoidResult(
         match_id=match.match_id,
         ladder=ladder.id,
@@ -549,9 +546,11 @@ def rebuild(
     (:func:`hold_ladder`), every rating locked."""
     ladder = hold_ladder(session=session, ladder_id=ladder.id, patient=patient)
     config = ladder_config(ladder.algorithm, ladder.params)
-    states = repositories.lock_ladder_ratings(session=session, ladder_id=ladder.id)
-    matches = repositories.matches_after(session=session, ladder_id=ladder.id, after_seq=0)
-    history = repositories.history_from(session=session, ladder_id=ladder.id, from_seq=0, from_id=0)
+    states = rerating_repo.lock_ladder_ratings(session=session, ladder_id=ladder.id)
+    matches = rerating_repo.matches_after(session=session, ladder_id=ladder.id, after_seq=0)
+    history = rerating_repo.history_from(
+        session=session, ladder_id=ladder.id, from_seq=0, from_id=0
+    )
     prior = config.model.rating()
     start = {state.player_id: (prior.mu, config.stored_sigma(prior)) for state in states}
     start.update(erasure.pseudonym_priors(matches, (prior.mu, config.stored_sigma(prior))))
@@ -583,7 +582,7 @@ def rebuild(
         )
         for state in states
     ]
-    repositories.update_ratings(session=session, ladder_id=ladder.id, rows=rows)
+    rating_repo.update_ratings(session=session, ladder_id=ladder.id, rows=rows)
     return RebuildResult(ladder=ladder.id, matches_rerated=len(matches), players=len(states))
 
 
@@ -644,7 +643,7 @@ class Rerating:
 def plan_void(*, session: Session, ladder: Ladder, match_id: str) -> Rerating | VoidResult:
     """Voiding ``match_id``: an unknown match is a 404, a voided one the answer at once
     (``already_voided``); otherwise what it re-rates at most (every later match that counts)."""
-    match = repositories.find_match(session=session, ladder_id=ladder.id, match_id=match_id)
+    match = match_repo.find_match(session=session, ladder_id=ladder.id, match_id=match_id)
     if match is None:
         raise NotFound(f"match_id: no match {match_id[:128]!r} in ladder {ladder.id!r}")
     if match.voided_at is not None:
@@ -656,7 +655,7 @@ def plan_void(*, session: Session, ladder: Ladder, match_id: str) -> Rerating | 
             matches_rerated=0,
             players_affected=0,
         )
-    size = repositories.count_matches_after(
+    size = rerating_repo.count_matches_after(
         session=session, ladder_id=ladder.id, after_seq=match.seq
     )
     return Rerating(kind="void", ladder_id=ladder.id, request={"match_id": match_id}, size=size)
@@ -672,5 +671,5 @@ def plan_update(
     if body.params:
         full_params(ladder.algorithm, {**ladder.params, **body.params})
     request = {**body.model_dump(mode="json", exclude_none=True), "rebuild": True}
-    size = repositories.count_matches(session=session, ladder_ids=[ladder.id]).get(ladder.id, 0)
+    size = ladder_repo.count_matches(session=session, ladder_ids=[ladder.id]).get(ladder.id, 0)
     return Rerating(kind="rebuild", ladder_id=ladder.id, request=request, size=size)

@@ -1,3 +1,5 @@
-"""Storage: the engines and the request's unit of work (``engine``), the tables
-(``models``), every query (``repositories``) and the classification of database errors
-worth a retry (``retry``). Everything that knows a SQL dialect lives here."""
+"""Storage: the engines (``engine``), the one unit of work (``unit_of_work``: begin, commit,
+roll back, retry), the tables (``models``), every query by what it stores
+(``repositories``, ``keys``, ``console_sessions``), the rank blocks (``blocks``), the
+reads' validators (``versions``) and the classification of database errors worth a retry
+(``retry``). Everything that knows a SQL dialect lives here."""

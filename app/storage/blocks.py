@@ -1,7 +1,7 @@
 """Cutting the rating blocks that grew large (``rating_blocks``, migration 0016).
 
 A rank inside a long tie counts the tied players of one block one by one
-(:func:`app.storage.repositories.count_ahead`), so a block must stay small. The triggers
+(:func:`app.storage.repositories.ratings.count_ahead`), so a block must stay small. The triggers
 count players into the blocks that exist; this module moves the fences: a block with a
 stripe row above :data:`FULL_ROW` players is cut into pieces of about half that many
 players a stripe, by player id, and each piece is counted again from ``ratings``.

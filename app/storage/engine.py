@@ -269,7 +269,7 @@ def _postgres_engine(url: str) -> Engine:
 
 def lift_reply_bound(connection: Connection) -> None:
     """No reply bound for the rest of this transaction on a PostgreSQL connection: it lifted
-    its statement timeout (``repositories.lift_statement_timeout``), so a statement may
+    its statement timeout (``rerating_repo.lift_statement_timeout``), so a statement may
     legitimately run longer than the bound; the TCP timeouts still catch a lost peer."""
     _bounded(connection.connection.dbapi_connection).reply_timeout_s = None
 

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from app.storage.engine import is_read_only, on_replica
 from app.storage.models import ApiKey
+from app.storage.repositories.sql import dialect_of
 
 
 def active_named(*, session: Session, name: str) -> int:
@@ -86,3 +87,15 @@ def record_use(*, session: Session, key_id: int, now: datetime) -> None:
         session.execute(_RECORD_USE_SKIP_LOCKED, {"id": key_id, "now": now})
     else:
         session.execute(_RECORD_USE, {"id": key_id, "now": now})
+
+
+#: The PostgreSQL advisory lock that serialises first starts of several replicas.
+_FIRST_KEY_LOCK = 0x72617469  # "rati"
+
+
+def serialize_first_start(*, session: Session) -> None:
+    """Make replicas starting together take turns until the transaction ends: on
+    PostgreSQL a transaction-scoped advisory lock; SQLite's ``BEGIN IMMEDIATE`` already
+    serialises them."""
+    if dialect_of(session) == "postgresql":
+        session.execute(text("SELECT pg_advisory_xact_lock(:lock)"), {"lock": _FIRST_KEY_LOCK})

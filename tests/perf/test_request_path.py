@@ -173,15 +173,16 @@ class TestPlainReads:
     """Reads load the ladder and a player's rating with plain queries, not into the session."""
 
     def test_same_values_as_the_session_loads(self, client: TestClient, database_url: str) -> None:
-        from app.storage import repositories
         from app.storage.models import Ladder, PlayerRating
+        from app.storage.repositories import ladders as ladder_repo
+        from app.storage.repositories import ratings as rating_repo
 
         _ladder(client)
         client.put("/v1/ladders/speed/players/eve", json={"mu": 31.25, "sigma": 2.5})
         session = session_factory(get_engine(database_url))()
         try:
-            ladder = repositories.read_ladder(session=session, ladder_id="speed")
-            rating = repositories.read_rating(session=session, ladder_id="speed", player_id="eve")
+            ladder = ladder_repo.read_ladder(session=session, ladder_id="speed")
+            rating = rating_repo.read_rating(session=session, ladder_id="speed", player_id="eve")
             assert not session.identity_map  # nothing was loaded into the session
             stored = session.get(Ladder, "speed")
             row = session.get(PlayerRating, ("speed", "eve"))
@@ -194,9 +195,9 @@ class TestPlainReads:
             assert ladder not in session
             assert rating._asdict() == {name: getattr(row, name) for name in rating._fields}
             assert rating.mu == 31.25 and rating.sigma == 2.5
-            assert repositories.read_ladder(session=session, ladder_id="none") is None
+            assert ladder_repo.read_ladder(session=session, ladder_id="none") is None
             assert (
-                repositories.read_rating(session=session, ladder_id="speed", player_id="x") is None
+                rating_repo.read_rating(session=session, ladder_id="speed", player_id="x") is None
             )
         finally:
             session.close()

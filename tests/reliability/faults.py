@@ -56,7 +56,7 @@ def _note_history(
 #: history rows go in by ``COPY`` on the driver's cursor, which no engine event sees; the
 #: ratings UPDATE that follows them in the same transaction is seen on both databases; a
 #: group of single matches on PostgreSQL writes all its rows in one statement
-#: (``app.storage.repositories.write_recorded``).
+#: (``app.storage.repositories.recording.write_recorded``).
 _MATCH_WRITES = ("INSERT INTO RATING_HISTORY", "UPDATE RATINGS ", "WITH MATCHES_WRITTEN AS (")
 
 

@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session
 
 from app.config import get_settings
 from app.storage.engine import BoundedConnection, dispose_engines, get_engine
-from app.storage.repositories import lift_statement_timeout
+from app.storage.repositories.rerating import lift_statement_timeout
 from tests.reliability import faults
 from tests.reliability.conftest import Server, create_ladder, report
 from tests.reliability.invariants import check_ladder

@@ -17,10 +17,12 @@ from sqlalchemy import text
 
 from app.domain.ladders import LadderConfig, ladder_config
 from app.domain.results import _encoded_result_parts, result_parts
-from app.storage import repositories
 from app.storage.engine import get_engine, session_factory
 from app.storage.models import Ladder
-from app.storage.repositories import (
+from app.storage.repositories import ratings as rating_repo
+from app.storage.repositories import rerating as rerating_repo
+from app.storage.repositories import sql as sql_repo
+from app.storage.repositories.recording import (
     HISTORY,
     HISTORY_COLUMNS,
     MATCH_COLUMNS,
@@ -148,7 +150,7 @@ def test_awkward_values_survive_the_bulk_insert_and_update(
             Ladder(id="awk", algorithm="trueskill", params={}, created_at=recorded, bucket_width=1)
         )
         session.flush()
-        repositories.insert_missing_ratings(
+        rating_repo.insert_missing_ratings(
             session=session,
             ladder_id="awk",
             player_ids=AWKWARD_IDS,
@@ -173,18 +175,16 @@ def test_awkward_values_survive_the_bulk_insert_and_update(
             ),
             (8, "awk", "m2", "h" * 64, played, recorded, None, {"meta": None}, "{}", None, None),
         ]
-        repositories.insert_values(
-            session=session, table=MATCHES, names=MATCH_COLUMNS, values=matches
-        )
+        sql_repo.insert_values(session=session, table=MATCHES, names=MATCH_COLUMNS, values=matches)
         participants = [(7, player, "awk") for player in AWKWARD_IDS]
-        repositories.insert_values(
+        sql_repo.insert_values(
             session=session, table=PARTICIPANTS, names=PARTICIPANT_COLUMNS, values=participants
         )
         history = [
             ("awk", player, 7, played, 1e-300 * i, None, 1e300, 2.5, None, 5e-324)
             for i, player in enumerate(AWKWARD_IDS)
         ]
-        repositories.insert_values(
+        sql_repo.insert_values(
             session=session, table=HISTORY, names=HISTORY_COLUMNS, values=history
         )
         session.commit()
@@ -208,7 +208,7 @@ def test_awkward_values_survive_the_bulk_insert_and_update(
             raw = session.execute(
                 text("SELECT CAST(request AS TEXT) FROM matches ORDER BY seq")
             ).scalars()
-            assert list(raw) == [repositories.json_text(request), '{"meta":null}']
+            assert list(raw) == [sql_repo.json_text(request), '{"meta":null}']
         got = session.execute(text("SELECT match_seq, player_id, ladder_id FROM participants"))
         assert sorted(tuple(row) for row in got) == sorted(participants)
         got = session.execute(
@@ -223,9 +223,9 @@ def test_awkward_values_survive_the_bulk_insert_and_update(
         ]
 
         # Every bulk update through COPY into a temporary table (PostgreSQL).
-        monkeypatch.setattr(repositories, "COPY_UPDATE_ROWS", 1)
+        monkeypatch.setattr(sql_repo, "COPY_UPDATE_ROWS", 1)
         voided = datetime(2026, 11, 22, 1, 2, 3, 999999, tzinfo=timezone(timedelta(hours=-7)))
-        repositories.update_matches(
+        rerating_repo.update_matches(
             session=session,
             rows=[
                 {
@@ -254,8 +254,8 @@ def test_awkward_values_survive_the_bulk_insert_and_update(
         assert _chances(session) == [[0.1 + 0.2, 0.7], [1e-300, 1.0]]
 
         # And by the one-statement update (arrays of JSON as their texts).
-        monkeypatch.setattr(repositories, "COPY_UPDATE_ROWS", 1000)
-        repositories.update_matches(
+        monkeypatch.setattr(sql_repo, "COPY_UPDATE_ROWS", 1000)
+        rerating_repo.update_matches(
             session=session,
             rows=[
                 {"seq": 7, "win_probabilities": [5e-324, 1.0]},

@@ -337,13 +337,13 @@ def test_concurrent_player_reads_share_one_statement(
     from app.services import players
 
     statements: list[list[tuple[str, str]]] = []
-    original = players.repositories.read_players
+    original = players.rating_repo.read_players
 
     def noting(dbapi: Any, dialect: str, pairs: list[tuple[str, str]]) -> Any:
         statements.append(list(pairs))
         return original(dbapi, dialect, pairs)
 
-    monkeypatch.setattr(players.repositories, "read_players", noting)
+    monkeypatch.setattr(players.rating_repo, "read_players", noting)
     for teams in ([["dave"], ["erin"]], [["erin", "frank"], ["alice", "gina"]]):
         response = seeded.post(f"{LADDER}/matches", json={"teams": teams})
         assert response.status_code == 201, response.text

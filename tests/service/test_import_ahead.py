@@ -1,4 +1,4 @@
-"""An import rates its next chunk while the last one is written (``recording.rate_ahead``);
+"""An import rates its next chunk while the last one is written (``batches.rate_ahead``);
 the chunk's transaction writes those numbers only if its players' ratings are still the
 ones they were rated from, else it records the chunk as usual: either way the ratings equal
 a replay of every match in the order recorded."""
@@ -12,10 +12,11 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from app.domain.documents.matches import MatchCreate
-from app.services import recording
-from app.storage import repositories, unit_of_work
+from app.services import batches
+from app.storage import unit_of_work
 from app.storage.engine import get_engine, session_factory
 from app.storage.models import Ladder
+from app.storage.repositories import recording as recording_repo
 from tests.service.helpers import create_ladder
 
 FIRST = [
@@ -40,10 +41,10 @@ def _numbers(text: str) -> Any:
 
 def _ahead(
     database_url: str, ladder_id: str, raw: list[dict[str, Any]], now: datetime
-) -> recording.Ahead:
+) -> batches.Ahead:
     factory = session_factory(get_engine(database_url))
     known = unit_of_work.run(
-        lambda session: recording.ratings_of(
+        lambda session: batches.ratings_of(
             session=session,
             ladder_id=ladder_id,
             players=sorted({p for body in raw for team in body["teams"] for p in team}),
@@ -52,13 +53,13 @@ def _ahead(
     )
     params = unit_of_work.run(
         lambda session: (
-            repositories.key_and_ladder(session=session, key_hash="", ladder_id=ladder_id).params
+            recording_repo.key_and_ladder(session=session, key_hash="", ladder_id=ladder_id).params
         ),
         session_factory=factory,
     )
     assert params is not None
     ladder = Ladder(id=ladder_id, algorithm="trueskill", params=json.loads(params))
-    ahead = recording.rate_ahead(
+    ahead = batches.rate_ahead(
         ladder=ladder,
         algorithm="trueskill",
         params=params,
@@ -72,7 +73,7 @@ def _ahead(
 
 def _record(database_url: str, ladder_id: str, raw: list[dict[str, Any]], now: datetime) -> Any:
     return unit_of_work.run(
-        lambda session: recording.record_matches(
+        lambda session: batches.record_matches(
             session=session, ladder_id=ladder_id, bodies=_bodies(raw), now=now
         ),
         session_factory=session_factory(get_engine(database_url)),
@@ -92,7 +93,7 @@ def test_a_chunk_rated_ahead_is_written_as_recorded(client: TestClient, database
         _record(database_url, ladder, FIRST, now)
     ahead = _ahead(database_url, "ahead", SECOND, now)
     written = unit_of_work.run(
-        lambda session: recording.record_ahead(session=session, ahead=ahead),
+        lambda session: batches.record_ahead(session=session, ahead=ahead),
         session_factory=session_factory(get_engine(database_url)),
     )
     assert written is not None
@@ -112,7 +113,7 @@ def test_a_chunk_whose_players_changed_meanwhile_is_recorded_as_usual(
     # Another writer rates two of the chunk's players after it was rated ahead.
     assert client.post("/v1/ladders/moved/matches", json=BETWEEN).status_code == 201
     written = unit_of_work.run(
-        lambda session: recording.record_ahead(session=session, ahead=ahead),
+        lambda session: batches.record_ahead(session=session, ahead=ahead),
         session_factory=session_factory(get_engine(database_url)),
     )
     assert written is None
@@ -133,7 +134,7 @@ def test_a_chunk_with_a_recorded_match_id_is_recorded_as_usual(
     _record(database_url, "again", FIRST, now)
     ahead = _ahead(database_url, "again", [FIRST[0], *SECOND], now)
     written = unit_of_work.run(
-        lambda session: recording.record_ahead(session=session, ahead=ahead),
+        lambda session: batches.record_ahead(session=session, ahead=ahead),
         session_factory=session_factory(get_engine(database_url)),
     )
     assert written is None

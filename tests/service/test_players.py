@@ -12,9 +12,9 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import event
 
-from app.storage import repositories
 from app.storage.engine import get_engine, session_factory
 from app.storage.models import Ladder, PlayerRating
+from app.storage.repositories import ratings as rating_repo
 from tests.service.helpers import all_pages, assert_problem, create_ladder, post_match
 
 
@@ -192,7 +192,7 @@ def test_leaderboard_pages_are_index_range_scans(database_url: str) -> None:
     event.listen(engine, "before_cursor_execute", capture)
     try:
         with session_factory(engine)() as session:
-            rows = repositories.leaderboard(
+            rows = rating_repo.leaderboard(
                 session=session, ladder_id="l", after=(10.0, "p5"), limit=10, min_matches=1
             )
     finally:

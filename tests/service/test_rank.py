@@ -25,7 +25,7 @@ from app.cli.main import main
 from app.domain.ladders import bucket_width
 from app.storage.blocks import BUCKET_LIMIT, rating_bucket
 from app.storage.engine import downgrade, get_engine, upgrade
-from app.storage.repositories import _count_ahead_statement
+from app.storage.repositories.ratings import _count_ahead_statement
 from tests.service.helpers import all_pages, create_ladder
 from tests.service.oracle import random_matches
 

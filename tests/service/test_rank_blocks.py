@@ -22,7 +22,7 @@ from app.cli.main import main
 from app.storage import blocks
 from app.storage.engine import get_engine, session_factory
 from app.storage.models import RatingBlock
-from app.storage.repositories import TIE_WALK, _count_ahead_statement, count_ahead
+from app.storage.repositories.ratings import TIE_WALK, _count_ahead_statement, count_ahead
 from tests.service.helpers import create_ladder
 from tests.service.test_rank import (
     BUMP_BY_HAND,

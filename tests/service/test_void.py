@@ -255,9 +255,9 @@ def test_void_through_copy_updates_equals_a_fresh_replay(
 ) -> None:
     """Large re-ratings update PostgreSQL through COPY into a temporary table: the same
     numbers as the array path (every update takes that path here)."""
-    from app.storage import repositories
+    from app.storage.repositories import sql as sql_repo
 
-    monkeypatch.setattr(repositories, "COPY_UPDATE_ROWS", 1)
+    monkeypatch.setattr(sql_repo, "COPY_UPDATE_ROWS", 1)
     test_void_equals_a_fresh_replay_without_the_match(
         client, "trueskill", {"tau_per_day": 0.3, "draw_probability": 0.2}, 9
     )
