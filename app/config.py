@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -54,6 +55,21 @@ READ_NAMES = (
     "quality",
     "matchmaking",
 )
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimit:
+    """The rate limit of ``RATINGS_RATE_LIMIT_*`` (:attr:`Settings.rate_limit`)."""
+
+    per_second: float = 0.0
+    burst: int = 0
+    loopback: bool = False
+    max_clients: int = 100_000
+
+    @property
+    def capacity(self) -> float:
+        """The tokens of a bucket: the burst, or one second's worth (at least 1)."""
+        return float(self.burst) if self.burst else max(1.0, self.per_second)
 
 
 class Settings(BaseSettings):
@@ -141,6 +157,26 @@ class Settings(BaseSettings):
     #: providers the process configures). Off by default: even with no provider it looks
     #: for one on every request, a tenth of a cached read's cost.
     opentelemetry: bool = False
+    #: Rate limiting (``app.api.ratelimit``): sustained requests per second of one client,
+    #: per worker (0 turns it off); requests a client may send at once (0: one second's
+    #: worth, at least 1); whether loopback clients are limited too; buckets kept per
+    #: worker (the least recently seen client is forgotten first).
+    rate_limit_per_second: float = Field(default=0.0, ge=0.0, le=1e6)
+    rate_limit_burst: int = Field(default=0, ge=0, le=10**6)
+    rate_limit_loopback: bool = False
+    rate_limit_max_clients: int = Field(default=100_000, ge=1)
+    #: Whether a worker tunes its garbage collector when it starts (``app.main.tune_gc``):
+    #: ``ratings serve`` turns it on for its workers unless the operator set it.
+    gc_tuning: bool = False
+
+    @property
+    def rate_limit(self) -> RateLimit:
+        return RateLimit(
+            per_second=self.rate_limit_per_second,
+            burst=self.rate_limit_burst,
+            loopback=self.rate_limit_loopback,
+            max_clients=self.rate_limit_max_clients,
+        )
 
     @property
     def database_url_is_default(self) -> bool:

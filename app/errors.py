@@ -5,6 +5,7 @@ error met outside a request (a job's), to be stored and shown later."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from http import HTTPStatus
 from typing import Any
 
@@ -14,6 +15,11 @@ from sqlalchemy.exc import DisconnectionError, IntegrityError, InterfaceError, O
 from app.rating.base import RatingInputError
 
 _log = logging.getLogger("app.errors")
+
+#: Longest pydantic message echoed in a 422 detail; longer ones are cut.
+_MAX_MESSAGE = 300
+#: At most this many validation errors are listed in one detail.
+_MAX_ERRORS = 10
 
 
 class ProblemError(Exception):
@@ -122,3 +128,35 @@ def problem_of(exc: BaseException) -> dict[str, Any]:
         "status": 500,
         "detail": "server: an unexpected error; it has been logged",
     }
+
+
+# -- validation errors, in words -----------------------------------------------------------------
+
+
+def _location(loc: Sequence[Any]) -> str:
+    return ".".join(str(part) for part in loc) or "body"
+
+
+def validation_detail(errors: Sequence[Mapping[str, Any]]) -> str:
+    """``loc: message`` for each pydantic error, e.g. ``body.teams.1: List should have at
+    least 1 item``. The input value is never echoed: it may be huge, secret or not
+    representable in JSON (NaN)."""
+    parts = []
+    for error in errors[:_MAX_ERRORS]:
+        message = str(error.get("msg", "invalid"))
+        if error.get("type") == "value_error":
+            # A validator's own message: pydantic prefixes "Value error, ", which says nothing.
+            message = message.removeprefix("Value error, ")
+        elif error.get("type") == "json_invalid":
+            reason = (error.get("ctx") or {}).get("error")
+            message = f"not valid JSON ({reason})" if reason else "not valid JSON"
+        loc = tuple(error.get("loc", ()))
+        if loc:
+            # A validator that names its field ("ranks: expected ...") is not named twice.
+            message = message.removeprefix(f"{loc[-1]}: ")
+        if len(message) > _MAX_MESSAGE:
+            message = message[: _MAX_MESSAGE - 3] + "..."
+        parts.append(f"{_location(loc)}: {message}")
+    if len(errors) > _MAX_ERRORS:
+        parts.append(f"and {len(errors) - _MAX_ERRORS} more")
+    return "; ".join(parts) or "invalid request"

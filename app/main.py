@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
@@ -12,15 +11,16 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.bodies import BodyGate
+from app.api.caching import document_validators
 from app.api.metrics import MetricsMiddleware
 from app.api.ops import router as ops_router
 from app.api.problems import extend_openapi, install_error_handlers
 from app.api.ratelimit import RateLimitMiddleware
-from app.api.reads import ReadPath, document_validators
+from app.api.reads import READS, ReadPath, ReadServer
 from app.api.router import api_router
 from app.api.routing import allowed_methods, route_table
 from app.api.writer import GroupWriter
-from app.config import GC_TUNING_ENV, Settings, get_settings
+from app.config import Settings, get_settings
 from app.console.routes import router as console_router
 from app.console.routes import static_files as console_static
 from app.services import jobs
@@ -79,7 +79,7 @@ def tune_gc() -> None:
 
 @asynccontextmanager
 async def _lifespan(_app: FastAPI) -> AsyncIterator[None]:
-    if os.environ.get(GC_TUNING_ENV) == "1":
+    if get_settings().gc_tuning:
         tune_gc()
     reaper = jobs.Reaper(unit_of_work.transactor())
     reaper.start()
@@ -107,7 +107,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         },
     )
     install_error_handlers(application)
-    extend_openapi(application, document_validators)
+    extend_openapi(
+        application, partial(document_validators, paths_of_reads=[read.path for read in READS])
+    )
     application.state.group_writer = GroupWriter(
         settings.write_group_max, settings.write_group_wait_ms / 1000
     )
@@ -117,8 +119,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     application.mount("/console/static", console_static, name="console-static")
     application.include_router(console_router)
     application.state.allowed_methods = partial(allowed_methods, route_table(application.routes))
-    # The reads' own path, behind the middleware below (they see its requests too).
-    application.add_middleware(ReadPath, settings=settings)
+    # The reads' one server, for their routes and their own path (behind the middleware
+    # below: they see its requests too).
+    application.state.reads = ReadServer(settings)
+    application.add_middleware(ReadPath, server=application.state.reads)
     application.add_middleware(HeadMiddleware)
     # Added last, runs first: the metrics see every answer, the 413s included.
     application.add_middleware(
@@ -126,7 +130,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         max_body_bytes=settings.max_body_bytes,
         max_keyless_body_bytes=settings.max_keyless_body_bytes,
     )
-    application.add_middleware(RateLimitMiddleware)  # off unless RATINGS_RATE_LIMIT_* says
+    # Off unless RATINGS_RATE_LIMIT_PER_SECOND says.
+    application.add_middleware(RateLimitMiddleware, settings=settings.rate_limit)
     application.add_middleware(MetricsMiddleware)
     return application
 

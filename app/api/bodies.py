@@ -122,7 +122,7 @@ async def _send_problem(send: Send, problem: ProblemError, *, close: bool = True
 
 def _known_key(key: str) -> bool:
     """Whether ``key`` is an active key (its use recorded, as every check records it)."""
-    return unit_of_work.run(lambda session: auth.authenticate(session, key) is not None)
+    return unit_of_work.run(lambda session: auth.is_active(session, key))
 
 
 class BodyGate:

@@ -19,7 +19,7 @@ from typing import Annotated, Any, TypeVar
 
 import anyio
 from anyio import to_thread
-from fastapi import Depends, Header, Path, Query
+from fastapi import Depends, Header
 from fastapi.responses import Response
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
@@ -27,7 +27,6 @@ from sqlalchemy.orm import Session
 from app.api.security import Access, require_admin, require_read, require_write
 from app.config import get_settings
 from app.domain.documents.jobs import JobOut
-from app.domain.documents.shared import DEFAULT_PAGE, MAX_PAGE
 from app.errors import ServiceUnavailable
 from app.services import jobs, ladders
 from app.services.rerate import Rerating
@@ -41,9 +40,6 @@ T = TypeVar("T")
 ReadAccess = Annotated[Access, Depends(require_read)]
 WriteAccess = Annotated[Access, Depends(require_write)]
 AdminAccess = Annotated[Access, Depends(require_admin)]
-
-#: The ladder's id from the path (loaded in the route's transaction: :func:`ladder_of`).
-LadderPath = Annotated[str, Path(description="The ladder's id.")]
 
 
 def ladder_of(session: Session, ladder_id: str) -> Ladder:
@@ -209,16 +205,6 @@ async def rerating(
         headers=headers,
         media_type="application/json",
     )
-
-
-Limit = Annotated[
-    int, Query(ge=1, le=MAX_PAGE, description=f"Entries per page (at most {MAX_PAGE}).")
-]
-Cursor = Annotated[
-    str | None,
-    Query(max_length=1024, description="`next_cursor` of the previous page."),
-]
-LIMIT_DEFAULT = DEFAULT_PAGE
 
 
 async def utc_now() -> datetime:

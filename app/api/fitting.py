@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from app.api.deps import AdminAccess, LadderPath, NowDep, ladder_of, run
+from app.api.deps import AdminAccess, NowDep, ladder_of, run
+from app.api.params import LadderPath
 from app.domain.documents.fitting import FitRequest
 from app.domain.documents.jobs import JobOut
 from app.services import fitting, jobs

@@ -1,4 +1,5 @@
-"""Ladders: independent rating pools, each with its algorithm and parameters."""
+"""Ladders: independent rating pools, each with its algorithm and parameters (their reads:
+``app.api.reads``)."""
 
 from __future__ import annotations
 
@@ -8,24 +9,19 @@ from fastapi import APIRouter, Query, Response, status
 
 from app.api.deps import (
     ACCEPTED,
-    LIMIT_DEFAULT,
     AdminAccess,
-    Cursor,
-    LadderPath,
-    Limit,
     NowDep,
     PreferHeader,
-    ReadAccess,
     answer,
     ladder_of,
     rerating,
     run,
 )
+from app.api.params import LadderPath
 from app.domain.documents.ladders import (
     LadderCreate,
     LadderDeleted,
     LadderOut,
-    LadderPage,
     LadderUpdate,
     LadderUpdated,
 )
@@ -49,23 +45,6 @@ async def create_ladder(body: LadderCreate, access: AdminAccess, now: NowDep) ->
         content=ladder.model_dump_json(),
         status_code=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
         media_type="application/json",
-    )
-
-
-@router.get("", response_model=LadderPage, summary="List ladders")
-async def list_ladders(
-    access: ReadAccess, limit: Limit = LIMIT_DEFAULT, cursor: Cursor = None
-) -> Response:
-    return await answer(
-        access, lambda session: ladders.list_ladders(session=session, limit=limit, cursor=cursor)
-    )
-
-
-@router.get("/{ladder}", response_model=LadderOut, summary="A ladder with its counts")
-async def get_ladder(ladder: LadderPath, access: ReadAccess) -> Response:
-    return await answer(
-        access,
-        lambda session: ladders.ladder_view(session=session, ladder=ladder_of(session, ladder)),
     )
 
 

@@ -1,28 +1,21 @@
-"""Recording matches and reading them back."""
+"""Recording matches, and voiding them (their reads: ``app.api.reads``)."""
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Path, Query, Request, Response, status
+from fastapi import APIRouter, Request, Response, status
 
 from app.api.deps import (
     ACCEPTED,
-    LIMIT_DEFAULT,
     AdminAccess,
-    Cursor,
-    LadderPath,
-    Limit,
     NowDep,
     PreferHeader,
-    ReadAccess,
     WriteAccess,
-    answer,
     ladder_of,
     rerating,
     run,
 )
 from app.api.metrics import MATCHES_RECORDED
+from app.api.params import LadderPath, MatchIdPath
 from app.api.writer import GroupWriter
 from app.domain.documents.matches import (
     MAX_BATCH,
@@ -30,19 +23,14 @@ from app.domain.documents.matches import (
     BatchResult,
     MatchBatch,
     MatchCreate,
-    MatchPage,
     MatchResult,
     VoidResult,
 )
-from app.domain.documents.shared import ID_PATTERN, MAX_ID_LENGTH, MAX_PLAYERS
-from app.services import auth, batches, matches, rerate
+from app.domain.documents.shared import MAX_ID_LENGTH, MAX_PLAYERS
+from app.services import auth, batches, rerate
 from app.services.recording import Submitted
 
 router = APIRouter(prefix="/ladders/{ladder}/matches", tags=["matches"])
-
-MatchIdPath = Annotated[
-    str, Path(min_length=1, max_length=128, pattern=ID_PATTERN, description="The match id.")
-]
 
 
 BATCH_DESCRIPTION = f"""\
@@ -157,45 +145,6 @@ async def record_batch(
     )
     MATCHES_RECORDED.inc(sum(1 for _, created in results if created))
     return _batch_json(results)
-
-
-@router.get(
-    "",
-    response_model=MatchPage,
-    summary="Recorded matches, newest first",
-)
-async def list_matches(
-    ladder: LadderPath,
-    access: ReadAccess,
-    player: Annotated[
-        str | None,
-        Query(min_length=1, max_length=128, pattern=ID_PATTERN, description="Only this player's."),
-    ] = None,
-    limit: Limit = LIMIT_DEFAULT,
-    cursor: Cursor = None,
-) -> Response:
-    """Newest first by `seq`, the order of recording (seqs count across all ladders, so a
-    ladder's have gaps); voided matches stay listed, marked `voided`."""
-    return await answer(
-        access,
-        lambda session: matches.list_matches(
-            session=session,
-            ladder=ladder_of(session, ladder),
-            player_id=player,
-            limit=limit,
-            cursor=cursor,
-        ),
-    )
-
-
-@router.get("/{match_id}", response_model=MatchResult, summary="A recorded match")
-async def get_match(match_id: MatchIdPath, ladder: LadderPath, access: ReadAccess) -> Response:
-    return await answer(
-        access,
-        lambda session: matches.match_result(
-            session=session, ladder=ladder_of(session, ladder), match_id=match_id
-        ),
-    )
 
 
 @router.delete(

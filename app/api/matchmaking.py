@@ -1,13 +1,12 @@
-"""Matchmaking: the most balanced split of a pool of players into teams."""
+"""Matchmaking: the most balanced split of a pool of players into teams (the GET form,
+which a cache can keep: ``app.api.reads``)."""
 
 from __future__ import annotations
 
-from typing import Annotated
-
 from fastapi import APIRouter, Response
 
-from app.api.deps import LadderPath, ReadAccess, answer, ladder_of
-from app.api.predictions import json_query, query_body
+from app.api.deps import ReadAccess, answer, ladder_of
+from app.api.params import LadderPath
 from app.domain.documents.matchmaking import MatchmakingOut, MatchmakingRequest
 from app.services.matchmaking import matchmake
 
@@ -37,22 +36,3 @@ async def matchmaking(body: MatchmakingRequest, ladder: LadderPath, access: Read
         access,
         lambda session: matchmake(session=session, ladder=ladder_of(session, ladder), body=body),
     )
-
-
-@router.get(
-    "/matchmaking",
-    response_model=MatchmakingOut,
-    summary="Split players into the most balanced teams, as a GET a cache can keep (read)",
-)
-async def matchmaking_get(
-    ladder: LadderPath,
-    access: ReadAccess,
-    players: Annotated[str, json_query('The players as JSON, as in the POST body: `["a","b"]`.')],
-    teams: Annotated[str | None, json_query("How many teams (JSON: `2`; default 2).")] = None,
-) -> Response:
-    """The answer of `POST /v1/ladders/{ladder}/matchmaking` for the body whose fields are
-    the query's JSON values (URL-encoded), with an `ETag` like every read: a client or
-    cache that asks again with `If-None-Match` gets `304 Not Modified` until the ladder
-    changes."""
-    body = query_body(MatchmakingRequest, {"players": players, "teams": teams})
-    return await matchmaking(body, ladder, access)

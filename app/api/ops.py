@@ -128,7 +128,7 @@ async def metrics(credentials: Credentials) -> Response:
 
     Open while reads are; with `RATINGS_REQUIRE_READ_KEY`, or once `RATINGS_METRICS_TOKEN`
     is set, it needs `Authorization: Bearer` with that token or an active API key."""
-    await _metrics_access(credentials.credentials if credentials is not None else "")
+    await _metrics_access(credentials)
     recorded, tallies = await _database_figure()
     body, content_type = await to_thread.run_sync(render_metrics)
     return Response(content=body + database_metrics(recorded, tallies), media_type=content_type)

@@ -1,4 +1,5 @@
-"""Players, their history, and the leaderboard.
+"""Players: seeding and erasure (their reads, the card, history and leaderboard:
+``app.api.reads``).
 
 The routes are asynchronous and do their database work in one trip to the thread pool
 (:func:`app.api.deps.answer`).
@@ -6,72 +7,18 @@ The routes are asynchronous and do their database work in one trip to the thread
 
 from __future__ import annotations
 
-from typing import Annotated
+from fastapi import APIRouter, Response
 
-from fastapi import APIRouter, Path, Query, Response
-
-from app.api.deps import (
-    LIMIT_DEFAULT,
-    AdminAccess,
-    Cursor,
-    LadderPath,
-    Limit,
-    NowDep,
-    ReadAccess,
-    answer,
-    ladder_of,
-)
+from app.api.deps import AdminAccess, NowDep, answer, ladder_of
+from app.api.params import LadderPath, PlayerIdPath
 from app.domain.documents.players import (
     ErasureResult,
-    HistoryPage,
-    LeaderboardPage,
     PlayerOut,
     PlayerSeed,
 )
-from app.domain.documents.shared import ID_PATTERN
 from app.services import erasure, players
 
 router = APIRouter(prefix="/ladders/{ladder}", tags=["players"])
-
-PlayerIdPath = Annotated[
-    str, Path(min_length=1, max_length=128, pattern=ID_PATTERN, description="The player id.")
-]
-
-
-@router.get(
-    "/leaderboard",
-    response_model=LeaderboardPage,
-    summary="Players by conservative rating, highest first",
-)
-async def leaderboard(
-    ladder: LadderPath,
-    access: ReadAccess,
-    limit: Limit = LIMIT_DEFAULT,
-    cursor: Cursor = None,
-    min_matches: Annotated[
-        int, Query(ge=0, le=2**31 - 1, description="Only players with this many matches.")
-    ] = 0,
-) -> Response:
-    return await answer(
-        access,
-        lambda session: players.leaderboard(
-            session=session,
-            ladder=ladder_of(session, ladder),
-            limit=limit,
-            cursor=cursor,
-            min_matches=min_matches,
-        ),
-    )
-
-
-@router.get("/players/{player_id}", response_model=PlayerOut, summary="A player's rating")
-async def get_player(player_id: PlayerIdPath, ladder: LadderPath, access: ReadAccess) -> Response:
-    return await answer(
-        access,
-        lambda session: players.get_player(
-            session=session, ladder=ladder_of(session, ladder), player_id=player_id
-        ),
-    )
 
 
 @router.put(
@@ -115,29 +62,5 @@ async def erase_player(
         access,
         lambda session: erasure.erase_player(
             session=session, ladder=ladder_of(session, ladder), player_id=player_id
-        ),
-    )
-
-
-@router.get(
-    "/players/{player_id}/history",
-    response_model=HistoryPage,
-    summary="A player's rating changes, newest first",
-)
-async def player_history(
-    player_id: PlayerIdPath,
-    ladder: LadderPath,
-    access: ReadAccess,
-    limit: Limit = LIMIT_DEFAULT,
-    cursor: Cursor = None,
-) -> Response:
-    return await answer(
-        access,
-        lambda session: players.player_history(
-            session=session,
-            ladder=ladder_of(session, ladder),
-            player_id=player_id,
-            limit=limit,
-            cursor=cursor,
         ),
     )

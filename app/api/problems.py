@@ -5,7 +5,7 @@ OpenAPI document. The errors themselves are the domain's (``app.errors``)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from typing import Any
 
@@ -17,17 +17,18 @@ from sqlalchemy.exc import DisconnectionError, IntegrityError, InterfaceError, O
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.api.logs import redacted_path
-from app.errors import Conflict, InvalidInput, ProblemError, ServiceUnavailable
+from app.errors import (
+    Conflict,
+    InvalidInput,
+    ProblemError,
+    ServiceUnavailable,
+    validation_detail,
+)
 from app.rating.base import RatingInputError
 
 # -- rendering -----------------------------------------------------------------------------
 
 PROBLEM_JSON = "application/problem+json"
-
-#: Longest pydantic message echoed in a 422 detail; longer ones are cut.
-_MAX_MESSAGE = 300
-#: At most this many validation errors are listed in one detail.
-_MAX_ERRORS = 10
 
 _log = logging.getLogger("app.errors")
 
@@ -50,35 +51,6 @@ def problem_response(
     return JSONResponse(
         body, status_code=status, headers=dict(headers or {}), media_type=PROBLEM_JSON
     )
-
-
-def _location(loc: Sequence[Any]) -> str:
-    return ".".join(str(part) for part in loc) or "body"
-
-
-def validation_detail(errors: Sequence[Mapping[str, Any]]) -> str:
-    """``loc: message`` for each pydantic error, e.g. ``body.teams.1: List should have at
-    least 1 item``. The input value is never echoed: it may be huge, secret or not
-    representable in JSON (NaN)."""
-    parts = []
-    for error in errors[:_MAX_ERRORS]:
-        message = str(error.get("msg", "invalid"))
-        if error.get("type") == "value_error":
-            # A validator's own message: pydantic prefixes "Value error, ", which says nothing.
-            message = message.removeprefix("Value error, ")
-        elif error.get("type") == "json_invalid":
-            reason = (error.get("ctx") or {}).get("error")
-            message = f"the body is not valid JSON ({reason})" if reason else "invalid JSON"
-        loc = tuple(error.get("loc", ()))
-        if loc:
-            # A validator that names its field ("ranks: expected ...") is not named twice.
-            message = message.removeprefix(f"{loc[-1]}: ")
-        if len(message) > _MAX_MESSAGE:
-            message = message[: _MAX_MESSAGE - 3] + "..."
-        parts.append(f"{_location(loc)}: {message}")
-    if len(errors) > _MAX_ERRORS:
-        parts.append(f"and {len(errors) - _MAX_ERRORS} more")
-    return "; ".join(parts) or "invalid request"
 
 
 async def _problem_error(request: Request, exc: Exception) -> Response:

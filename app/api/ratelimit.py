@@ -31,34 +31,15 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.api.problems import problem_response
+from app.api.security import bearer_key
+from app.config import RateLimit, get_settings
 
 #: Paths never limited: the load balancer's and the monitoring's probes.
 EXEMPT_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
-
-
-class RateLimitSettings(BaseSettings):
-    """``RATINGS_RATE_LIMIT_*`` environment variables."""
-
-    model_config = SettingsConfigDict(env_prefix="RATINGS_RATE_LIMIT_", extra="ignore")
-
-    #: Sustained requests per second of one client, per worker; 0 turns limiting off.
-    per_second: float = Field(default=0.0, ge=0.0, le=1e6)
-    #: Requests a client may send at once; 0: one second's worth (at least 1).
-    burst: int = Field(default=0, ge=0, le=10**6)
-    #: Limit loopback clients too.
-    loopback: bool = False
-    #: Buckets kept per worker; the least recently seen client is forgotten first.
-    max_clients: int = Field(default=100_000, ge=1)
-
-    @property
-    def capacity(self) -> float:
-        return float(self.burst) if self.burst else max(1.0, self.per_second)
 
 
 class TokenBuckets:
@@ -104,10 +85,9 @@ def client_of(scope: Scope) -> tuple[str, bool]:
     """(the client's bucket name, whether it connects over loopback)."""
     client = scope.get("client")
     host = str(client[0]) if client else ""
-    authorization = Headers(scope=scope).get("authorization", "")
-    scheme, _, token = authorization.partition(" ")
-    if scheme.lower() == "bearer" and token.strip():
-        digest = hashlib.sha256(token.strip().encode("utf-8", "replace")).hexdigest()[:32]
+    token = bearer_key(Headers(scope=scope).get("authorization"))
+    if token:
+        digest = hashlib.sha256(token.encode("utf-8", "replace")).hexdigest()[:32]
         return f"key:{digest}", _is_loopback(host)
     return f"address:{host}", _is_loopback(host)
 
@@ -115,9 +95,9 @@ def client_of(scope: Scope) -> tuple[str, bool]:
 class RateLimitMiddleware:
     """Pure ASGI middleware applying :class:`TokenBuckets` before the request is read."""
 
-    def __init__(self, app: ASGIApp, settings: RateLimitSettings | None = None) -> None:
+    def __init__(self, app: ASGIApp, settings: RateLimit | None = None) -> None:
         self.app = app
-        self.settings = settings or RateLimitSettings()
+        self.settings = settings or get_settings().rate_limit
         self.buckets: TokenBuckets | None = None
         if self.settings.per_second > 0:
             self.buckets = TokenBuckets(

@@ -1,26 +1,26 @@
-"""The read path: the API's GET reads, answered with a validator, and without rebuilding
-what nobody changed.
+"""The API's reads, its GETs: each declared once (:data:`READS`) and served one way.
 
-Every read of a ladder carries an ``ETag`` made of the ladder's creation time and version
-(:mod:`app.storage.versions`: a counter that every transaction changing the ladder moves as
-it commits), so it changes with every write, in every worker and replica at once, and a
-request whose ``If-None-Match`` names it is answered ``304 Not Modified`` after one indexed
-statement. A worker also keeps the bodies it answered (:class:`BodyCache`, by route,
-arguments and validator): the same read of an unchanged ladder costs that one statement
-and no rendering. ``Cache-Control`` is the operator's, per read (``RATINGS_CACHE_CONTROL``).
+A :class:`Read` declares a GET: its path, its query (a model of :mod:`app.api.params`), the
+service that answers it and what the OpenAPI document says of it. Two things are made
+from :data:`READS`:
 
-:class:`ReadPath` serves these reads ahead of FastAPI's routing, which for a short read
-cost more than its queries: it matches the path against :data:`READS` and reads the query
-with the routes' own rules. The validator and the key's row are read by
-:class:`Gathered`, which gathers the requests of a worker waiting for one into one
-statement, sent on PostgreSQL from the event loop itself (``LoopConnection``: no thread
-hand-off); a ``304`` or a kept body is then answered on the event loop, and only a body
-to make goes to the thread pool (the route's service call in a read transaction). A read
-with a direct form (:attr:`Read.direct`: a player's card) makes its body without a
-session instead, gathered with the worker's other such reads into one statement. The
-routes stay declared on the FastAPI app with the same services, for the OpenAPI document
-and for the requests this path does not take: one whose query it cannot read as the route
-would (FastAPI then answers, with its 422 where the query is wrong).
+- the FastAPI routes (:func:`read_routes`): the OpenAPI document, the route table (a
+  405's ``Allow``, the body gate's scopes), and the requests the read path passes on;
+- the read path (:class:`ReadPath`), pure ASGI ahead of FastAPI's routing, which for a
+  short read costs more than its queries: it matches the path with the route's own
+  pattern and reads the query with the route's own model. A request it cannot read so
+  (a query the model refuses) goes on to FastAPI, which answers it: its 422.
+
+Both answer through one :class:`ReadServer`, with one Bearer parser and one key check (the
+rest of the API's). Every read of a ladder carries its validator (``ETag``,
+:mod:`app.api.caching`), and ``If-None-Match`` naming it is a ``304``. The validator and
+the key's row are read by :class:`~app.api.gathering.Gathered`, which gathers the requests
+of a worker waiting for one into one statement, sent on PostgreSQL from the event loop
+itself (``LoopConnection``: no thread hand-off); a ``304`` or a kept body is then answered
+on the event loop, and only a body to make goes to the thread pool (the service in a read
+transaction). A read with a direct form (:attr:`Read.direct`: a player's card) makes its
+body without a session instead, gathered with the worker's other such reads into one
+statement. ``Cache-Control`` is the operator's, per read (``RATINGS_CACHE_CONTROL``).
 
 With ``RATINGS_READ_DATABASE_URL`` reads go to a streaming replica; ``Ratings-Read-From:
 primary`` sends one to the primary (a client that must read its own write).
@@ -28,34 +28,50 @@ primary`` sends one to the primary (a client that must read its own write).
 
 from __future__ import annotations
 
-import asyncio
+import inspect
 import re
-import threading
-from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Hashable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import partial
-from typing import Any, Generic, TypeVar
+from typing import Annotated, Any
 from urllib.parse import parse_qsl
 
 from anyio import to_thread
-from pydantic import BaseModel
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
+from pydantic import BaseModel, TypeAdapter, ValidationError
 from sqlalchemy.orm import Session
-from starlette.requests import Request
+from starlette.routing import compile_path
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.api.caching import Answer, BodyCache, matches_tag
+from app.api.deps import ReadAccess
+from app.api.gathering import Gathered
 from app.api.metrics import Template
-from app.api.predictions import query_body
+from app.api.params import (
+    PATH_PARAMS,
+    AccuracyQuery,
+    LeaderboardQuery,
+    MatchesQuery,
+    MatchmakingQuery,
+    PageQuery,
+    QualityQuery,
+    ReadQuery,
+)
 from app.api.problems import error_response
 from app.api.security import Access, access_of, bearer_key
-from app.config import READ_NAMES, Settings, get_settings
-from app.domain.documents.matchmaking import MatchmakingRequest
-from app.domain.documents.predictions import QualityRequest
-from app.domain.documents.shared import DEFAULT_PAGE, ID_PATTERN, MAX_PAGE, parse_time
+from app.config import READ_NAMES, Settings
+from app.domain.documents.accuracy import AccuracyOut
+from app.domain.documents.ladders import LadderOut, LadderPage
+from app.domain.documents.matches import MatchPage, MatchResult
+from app.domain.documents.matchmaking import MatchmakingOut, MatchmakingRequest
+from app.domain.documents.players import HistoryPage, LeaderboardPage, PlayerOut
+from app.domain.documents.predictions import QualityOut, QualityRequest
 from app.domain.ladders import LADDER_ID
 from app.errors import InvalidInput, NotFound
 from app.services import accuracy, ladders, matches, players, predictions
-from app.services.auth import hash_key, passes_quietly
+from app.services.auth import check_key, hash_key, use_due
 from app.services.matchmaking import matchmake
 from app.storage import unit_of_work, versions
 from app.storage.engine import (
@@ -67,110 +83,74 @@ from app.storage.engine import (
 )
 from app.storage.models import Ladder
 
+__all__ = ["READS", "BodyCache", "Read", "ReadPath", "ReadServer", "matches_tag", "read_routes"]
+
 #: The header a client sends to read from the primary rather than a replica.
 READ_FROM = "ratings-read-from"
-
-_ID = re.compile(ID_PATTERN)
-_NUMBER = re.compile(r"[0-9]{1,10}")
-
-
-class Unread(Exception):
-    """The read path cannot read this request's query as its route does: FastAPI answers."""
-
-
-# -- the query's parameters, read as the routes read them -------------------------------------
-
-
-def _integer(query: dict[str, str], name: str, low: int, high: int) -> int | None:
-    value = query.get(name)
-    if value is None:
-        return None
-    if not _NUMBER.fullmatch(value) or not low <= int(value) <= high:
-        raise Unread(name)
-    return int(value)
-
-
-def _text(query: dict[str, str], name: str, max_length: int) -> str | None:
-    value = query.get(name)
-    if value is not None and len(value) > max_length:
-        raise Unread(name)
-    return value
-
-
-def _page(query: dict[str, str]) -> dict[str, Any]:
-    limit = _integer(query, "limit", 1, MAX_PAGE)
-    return {
-        "limit": DEFAULT_PAGE if limit is None else limit,
-        "cursor": _text(query, "cursor", 1024),
-    }
-
-
-def _id(value: str) -> str:
-    if not 1 <= len(value) <= 128 or not _ID.match(value):
-        raise Unread("id")
-    return value
-
-
-# -- the reads ----------------------------------------------------------------------------------
 
 #: A read's keyword arguments for its service, in order (hashable: they are part of the key
 #: of the bodies kept).
 Args = tuple[tuple[str, Any], ...]
-K = TypeVar("K", bound=Hashable)
-V = TypeVar("V")
-Parse = Callable[[dict[str, str], dict[str, str]], dict[str, Any]]
+#: How the path's ids are read (the ladder's is any text: an unknown one is a 404).
+_PATH_IDS = {name: TypeAdapter(kind) for name, kind in PATH_PARAMS.items() if name != "ladder"}
+
+
+# -- the declarations --------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class Read:
-    """A GET read of the API: its name (for ``RATINGS_CACHE_CONTROL``), its route template
-    (the metrics' label), its path, how its arguments are read from the path parameters
-    and the query (:class:`Unread` when not as the route would), and the service that
-    answers it (called with the session, the path's ladder when it names one, and the
-    arguments)."""
+    """A GET read of the API, declared once.
+
+    ``name`` names it in ``RATINGS_CACHE_CONTROL``; ``operation`` is its route's name (the
+    OpenAPI operation's). The ``service`` answers it, called with the session, the path's
+    ladder when it names one, the path's other ids and the query's arguments
+    (:meth:`ReadQuery.arguments`)."""
 
     name: str
     path: str
-    pattern: re.Pattern[str]
-    parse: Parse
+    operation: str
     service: Callable[..., BaseModel | str]
-    #: What the metrics read of the matched route.
-    route: Template
+    response_model: type[BaseModel]
+    summary: str
+    tag: str
+    query: type[ReadQuery] | None = None
+    description: str | None = None
     #: The bodies of many requests in one statement on a DB-API connection, without a
     #: session (called with the connection, its dialect and a list of (ladder id,
     #: arguments); a body or the exception to answer with for each), when the read has
     #: such a form: its cost is then a share of a statement's, not a transaction's.
     direct: Callable[..., list[bytes | Exception]] | None = None
+    #: The path as a pattern, as FastAPI's route matches it.
+    pattern: re.Pattern[str] = field(init=False)
+    #: What the metrics read of the matched route.
+    route: Template = field(init=False)
+    #: The path's parameters, in order.
+    params: tuple[str, ...] = field(init=False)
 
-    def args(self, params: dict[str, str], query: dict[str, str]) -> Args:
-        return tuple(self.parse(params, query).items())
+    def __post_init__(self) -> None:
+        pattern, _, convertors = compile_path(self.path)
+        object.__setattr__(self, "pattern", pattern)
+        object.__setattr__(self, "route", Template(self.path))
+        object.__setattr__(self, "params", tuple(convertors))
 
+    def arguments(self, params: dict[str, Any], query: ReadQuery | None) -> Args:
+        """The service's arguments for the path's ``params`` (read) and ``query``."""
+        values = {name: value for name, value in params.items() if name != "ladder"}
+        if query is not None:
+            values.update(query.arguments())
+        return tuple(values.items())
 
-def _read(
-    name: str,
-    path: str,
-    parse: Parse,
-    service: Callable[..., BaseModel | str],
-    direct: Callable[..., list[bytes | Exception]] | None = None,
-) -> Read:
-    pattern = re.compile(re.sub(r"{(\w+)}", r"(?P<\1>[^/]+)", path) + "$")
-    return Read(name, path, pattern, parse, service, Template(path), direct)
-
-
-def _leaderboard_args(params: dict[str, str], query: dict[str, str]) -> dict[str, Any]:
-    min_matches = _integer(query, "min_matches", 0, 2**31 - 1)
-    return {**_page(query), "min_matches": min_matches or 0}
-
-
-def _quality_args(params: dict[str, str], query: dict[str, str]) -> dict[str, Any]:
-    # The GET form of the quality query: the POST body's fields as JSON values.
-    try:
-        body = query_body(
-            QualityRequest, {name: query.get(name) for name in ("teams", "weights", "advantage")}
+    def read(self, params: dict[str, str], query: dict[str, str]) -> Args:
+        """The service's arguments for a request's path parameters and query, read by the
+        route's rules (``ValidationError`` or ``InvalidInput`` where it refuses them)."""
+        for name, value in params.items():
+            adapter = _PATH_IDS.get(name)
+            if adapter is not None:
+                adapter.validate_python(value)
+        return self.arguments(
+            params, None if self.query is None else self.query.model_validate(query)
         )
-    except InvalidInput:
-        raise Unread("teams") from None
-    return {"body": body.model_dump_json()}
 
 
 def _quality(*, session: Session, ladder: Ladder, body: str) -> BaseModel:
@@ -179,227 +159,138 @@ def _quality(*, session: Session, ladder: Ladder, body: str) -> BaseModel:
     )
 
 
-def _matchmaking_args(params: dict[str, str], query: dict[str, str]) -> dict[str, Any]:
-    # The GET form of the matchmaking query: the POST body's fields as JSON values.
-    try:
-        body = query_body(
-            MatchmakingRequest, {"players": query.get("players"), "teams": query.get("teams")}
-        )
-    except InvalidInput:
-        raise Unread("players") from None
-    return {"body": body.model_dump_json()}
-
-
 def _matchmaking(*, session: Session, ladder: Ladder, body: str) -> BaseModel:
     return matchmake(
         session=session, ladder=ladder, body=MatchmakingRequest.model_validate_json(body)
     )
 
 
-def _accuracy_args(params: dict[str, str], query: dict[str, str]) -> dict[str, Any]:
-    window = _integer(query, "window", 1, accuracy.MAX_WINDOW)
-    since = _text(query, "since", 64)
-    try:
-        return {"window": window, "since": None if since is None else parse_time(since, "since")}
-    except ValueError:
-        raise Unread("since") from None
-
-
-def _player(params: dict[str, str], query: dict[str, str]) -> dict[str, Any]:
-    return {"player_id": _id(params["player_id"])}
-
-
-def _player_matches(params: dict[str, str], query: dict[str, str]) -> dict[str, Any]:
-    player = query.get("player")
-    return {"player_id": None if player is None else _id(player), **_page(query)}
-
+_ACCURACY = f"""\
+How well the ladder's predictions did: every match is stored with each team's probability
+of finishing first, as the ladder's model gave it before the match, and scored against the
+outcome (prediction error, log loss, Brier score, calibration). Without parameters the
+figures cover every match that counts (voided ones do not), from a running tally kept in
+the same transaction as each recording, void and rebuild, so the answer costs no scan.
+`window=N` looks at the ladder's N newest matches that count instead (at most
+{accuracy.MAX_WINDOW:,}); `since=T` keeps those of them played at or after T (a window of
+{accuracy.MAX_WINDOW:,} when `window` is not given). Matches recorded before win
+probabilities were stored are not scored until the ladder is rebuilt.
+"""
+_GET_FORM = """\
+The answer of `POST /v1/ladders/{{ladder}}/{name}` for the body whose fields are the
+query's JSON values (URL-encoded), with an `ETag` like every read: a client or cache that
+asks again with `If-None-Match` gets `304 Not Modified` until the ladder changes."""
 
 READS: tuple[Read, ...] = (
-    _read("ladders", "/v1/ladders", lambda p, q: _page(q), ladders.list_ladders),
-    _read("ladder", "/v1/ladders/{ladder}", lambda p, q: {}, ladders.ladder_view),
-    _read(
-        "leaderboard", "/v1/ladders/{ladder}/leaderboard", _leaderboard_args, players.leaderboard
+    Read(
+        "ladders",
+        "/v1/ladders",
+        "list_ladders",
+        ladders.list_ladders,
+        LadderPage,
+        "List ladders",
+        "ladders",
+        query=PageQuery,
     ),
-    _read(
+    Read(
+        "ladder",
+        "/v1/ladders/{ladder}",
+        "get_ladder",
+        ladders.ladder_view,
+        LadderOut,
+        "A ladder with its counts",
+        "ladders",
+    ),
+    Read(
+        "leaderboard",
+        "/v1/ladders/{ladder}/leaderboard",
+        "leaderboard",
+        players.leaderboard,
+        LeaderboardPage,
+        "Players by conservative rating, highest first",
+        "players",
+        query=LeaderboardQuery,
+    ),
+    Read(
         "player",
         "/v1/ladders/{ladder}/players/{player_id}",
-        _player,
+        "get_player",
         players.get_player,
-        players.player_bodies,
+        PlayerOut,
+        "A player's rating",
+        "players",
+        direct=players.player_bodies,
     ),
-    _read(
+    Read(
         "history",
         "/v1/ladders/{ladder}/players/{player_id}/history",
-        lambda p, q: {**_player(p, q), **_page(q)},
+        "player_history",
         players.player_history,
+        HistoryPage,
+        "A player's rating changes, newest first",
+        "players",
+        query=PageQuery,
     ),
-    _read("matches", "/v1/ladders/{ladder}/matches", _player_matches, matches.list_matches),
-    _read(
+    Read(
+        "matches",
+        "/v1/ladders/{ladder}/matches",
+        "list_matches",
+        matches.list_matches,
+        MatchPage,
+        "Recorded matches, newest first",
+        "matches",
+        query=MatchesQuery,
+        description="Newest first by `seq`, the order of recording (seqs count across all "
+        "ladders, so a ladder's have gaps); voided matches stay listed, marked `voided`.",
+    ),
+    Read(
         "match",
         "/v1/ladders/{ladder}/matches/{match_id}",
-        lambda p, q: {"match_id": _id(p["match_id"])},
+        "get_match",
         matches.match_result,
+        MatchResult,
+        "A recorded match",
+        "matches",
     ),
-    _read("accuracy", "/v1/ladders/{ladder}/accuracy", _accuracy_args, accuracy.ladder_accuracy),
-    _read("quality", "/v1/ladders/{ladder}/quality", _quality_args, _quality),
-    _read("matchmaking", "/v1/ladders/{ladder}/matchmaking", _matchmaking_args, _matchmaking),
+    Read(
+        "accuracy",
+        "/v1/ladders/{ladder}/accuracy",
+        "ladder_accuracy",
+        accuracy.ladder_accuracy,
+        AccuracyOut,
+        "Prediction accuracy of the ladder (read)",
+        "predictions",
+        query=AccuracyQuery,
+        description=_ACCURACY,
+    ),
+    Read(
+        "quality",
+        "/v1/ladders/{ladder}/quality",
+        "quality_get",
+        _quality,
+        QualityOut,
+        "Quality of proposed teams, as a GET a cache can keep (read)",
+        "predictions",
+        query=QualityQuery,
+        description=_GET_FORM.format(name="quality"),
+    ),
+    Read(
+        "matchmaking",
+        "/v1/ladders/{ladder}/matchmaking",
+        "matchmaking_get",
+        _matchmaking,
+        MatchmakingOut,
+        "Split players into the most balanced teams, as a GET a cache can keep (read)",
+        "predictions",
+        query=MatchmakingQuery,
+        description=_GET_FORM.format(name="matchmaking"),
+    ),
 )
 
 assert tuple(read.name for read in READS) == READ_NAMES, "app.config names every read"
 
 
-# -- the OpenAPI document ----------------------------------------------------------------------
-
-_VALIDATOR_HEADERS = {
-    "ETag": {
-        "description": "The validator of the ladder's state (every ladder's, for the list): "
-        "it changes with every write of the ladder.",
-        "schema": {"type": "string"},
-    },
-    "Cache-Control": {
-        "description": "As configured for this read (`RATINGS_CACHE_CONTROL`; `no-cache` "
-        "by default).",
-        "schema": {"type": "string"},
-    },
-}
-_IF_NONE_MATCH = {
-    "name": "If-None-Match",
-    "in": "header",
-    "required": False,
-    "description": "An `ETag` of an earlier answer (or a list, or `*`): `304 Not Modified` "
-    "while it is the ladder's current validator.",
-    "schema": {"type": "string"},
-}
-
-
-def document_validators(schema: dict[str, Any]) -> dict[str, Any]:
-    """Document in the OpenAPI ``schema`` what every read of :data:`READS` carries and
-    answers: ``ETag`` and ``Cache-Control``, ``If-None-Match`` and ``304``."""
-    paths = schema.get("paths", {})
-    for read in READS:
-        operation = paths.get(read.path, {}).get("get")
-        if operation is None:
-            continue
-        parameters = operation.setdefault("parameters", [])
-        if all(p.get("name") != "If-None-Match" for p in parameters):
-            parameters.append(_IF_NONE_MATCH)
-        responses = operation.setdefault("responses", {})
-        responses.setdefault("200", {"description": "Successful Response"})["headers"] = (
-            _VALIDATOR_HEADERS
-        )
-        responses["304"] = {
-            "description": "Not Modified: `If-None-Match` names the current validator; no body.",
-            "headers": _VALIDATOR_HEADERS,
-        }
-    return schema
-
-
-# -- the answers kept ---------------------------------------------------------------------------
-
-
-class BodyCache:
-    """The bodies of the reads a worker answered, by read, arguments and validator, the
-    least recently used dropped first once they pass ``max_bytes``. A validator changes
-    with every change of its ladder, so a body kept is never stale: it is found only by
-    a request of the same ladder state. Shared by the worker's threads.
-
-    A ladder's bodies are kept for its newest state only: a body of a newer state drops
-    those of the older ones (and one of an older state is not kept), so what a change
-    removed (an erased player's card) leaves the worker's memory as soon as it serves the
-    ladder again, not when the bytes run out."""
-
-    def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self._bodies: OrderedDict[Hashable, bytes] = OrderedDict()
-        self._bytes = 0
-        #: Per ladder: the state whose bodies are kept, and their keys.
-        self._states: dict[str, tuple[tuple[int, int], set[Hashable]]] = {}
-        self._ladder_of: dict[Hashable, str] = {}
-        self._lock = threading.Lock()
-
-    def get(self, key: Hashable) -> bytes | None:
-        with self._lock:
-            body = self._bodies.get(key)
-            if body is not None:
-                self._bodies.move_to_end(key)
-            return body
-
-    def put(
-        self, key: Hashable, body: bytes, *, ladder_id: str | None = None, tag: str = ""
-    ) -> None:
-        """Keep ``body`` under ``key``; with ``ladder_id``, as a body of the ladder's state
-        named by its validator ``tag``."""
-        if len(body) > self.max_bytes:
-            return
-        with self._lock:
-            if ladder_id is not None and not self._newest_state(ladder_id, tag):
-                return
-            self._drop(key)
-            if ladder_id is not None:
-                self._states[ladder_id][1].add(key)
-                self._ladder_of[key] = ladder_id
-            self._bodies[key] = body
-            self._bytes += len(body)
-            while self._bytes > self.max_bytes:
-                self._drop(next(iter(self._bodies)))
-
-    def _newest_state(self, ladder_id: str, tag: str) -> bool:
-        """Whether ``tag`` names the ladder's newest state seen; a newer one than before
-        drops the bodies of the older."""
-        state = state_order(tag)
-        kept = self._states.get(ladder_id)
-        if kept is not None and kept[0] > state:
-            return False
-        if kept is None or kept[0] < state:
-            for old in list(kept[1]) if kept is not None else ():
-                self._drop(old)
-            self._states[ladder_id] = (state, set())
-        return True
-
-    def _drop(self, key: Hashable) -> None:
-        old = self._bodies.pop(key, None)
-        if old is not None:
-            self._bytes -= len(old)
-        ladder_id = self._ladder_of.pop(key, None)
-        if ladder_id is not None:
-            self._states[ladder_id][1].discard(key)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._bodies.clear()
-            self._states.clear()
-            self._ladder_of.clear()
-            self._bytes = 0
-
-
-def state_order(tag: str) -> tuple[int, int]:
-    """A ladder validator (``versions.etag``: creation and version in hex) as numbers that
-    order its states: a later creation, then a higher version, is newer."""
-    created, _, version = tag.strip('"').partition("-")
-    try:
-        return int(created, 16), int(version, 16)
-    except ValueError:
-        return (0, 0)
-
-
-def matches_tag(if_none_match: str | None, tag: str) -> bool:
-    """Whether ``If-None-Match`` names ``tag`` (RFC 9110 13.1.2: ``*``, or a list of
-    entity tags compared weakly)."""
-    if not if_none_match:
-        return False
-    for candidate in if_none_match.split(","):
-        candidate = candidate.strip()
-        if candidate == "*" or candidate.removeprefix("W/") == tag:
-            return True
-    return False
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """A read's validator and body (None: ``304 Not Modified``)."""
-
-    tag: str
-    body: bytes | None
+# -- the answer --------------------------------------------------------------------------------
 
 
 def _body_key(read: Read, ladder_id: str | None, args: Args, tag: str) -> Hashable:
@@ -451,13 +342,6 @@ def serve(
     return Answer(tag, body)
 
 
-async def _read_states_now(
-    pairs: list[tuple[str, str | None]], *, primary: bool, connection: LoopConnection
-) -> list[versions.State]:
-    """:func:`_read_states` as the module holds it at the call (a test may replace it)."""
-    return await _read_states(pairs, primary=primary, connection=connection)
-
-
 async def _read_states(
     pairs: list[tuple[str, str | None]], *, primary: bool, connection: LoopConnection
 ) -> list[versions.State]:
@@ -473,61 +357,6 @@ def _read_states_in_thread(
 ) -> list[versions.State]:
     with read_connection(primary=primary) as (dbapi, dialect):
         return versions.read_states(dbapi, dialect, pairs)
-
-
-class Gathered(Generic[K, V]):
-    """A worker's requests for one kind of row, gathered: every request that needs one
-    joins the next statement, which starts when the one under way is answered, and one
-    call of ``fetch`` (one statement: on the event loop, or on a pooled connection in one
-    trip to the thread pool) answers them all, each with its value or its own exception.
-    Under load a worker thus pays one round trip to the database for many reads, not one
-    each.
-
-    Never stale: a request joins only a statement that has not started yet, so the state
-    it is answered from was read after it arrived, and a write whose response was sent
-    before that is in it."""
-
-    def __init__(self, fetch: Callable[[list[K]], Awaitable[Sequence[V | Exception]]]) -> None:
-        self._fetch = fetch
-        self._waiting: dict[K, asyncio.Future[V]] = {}
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._reading: asyncio.Task[None] | None = None
-
-    async def get(self, key: K) -> V:
-        loop = asyncio.get_running_loop()
-        if loop is not self._loop:  # a new event loop (a test client's): start afresh
-            self._loop, self._waiting, self._reading = loop, {}, None
-        future = self._waiting.get(key)
-        if future is None:
-            future = self._waiting[key] = loop.create_future()
-        if self._reading is None:
-            self._reading = loop.create_task(self._read())
-        # Shielded: a request that goes away must not cancel the others' answer.
-        return await asyncio.shield(future)
-
-    async def _read(self) -> None:
-        batch: dict[K, asyncio.Future[V]] = {}
-        try:
-            while self._waiting:
-                batch, self._waiting = self._waiting, {}
-                keys = list(batch)
-                try:
-                    found = await self._fetch(keys)
-                except Exception as exc:
-                    found = [exc] * len(keys)
-                for key, value in zip(keys, found, strict=True):
-                    future = batch[key]
-                    if future.done():
-                        continue
-                    if isinstance(value, Exception):
-                        future.set_exception(value)
-                        future.exception()  # retrieved: its waiter may have gone
-                    else:
-                        future.set_result(value)
-        finally:
-            self._reading = None
-            for future in batch.values():  # cancelled itself (the loop closing)
-                future.cancel()
 
 
 async def _players(
@@ -554,15 +383,16 @@ def _settle(
     cache: BodyCache | None,
 ) -> Answer | str | None:
     """The answer that needs no session, from the ladder's validator and the key's row:
-    ``304`` or a body kept for the validator; the validator alone when nothing is kept for
-    it (:func:`serve` makes the body); None when :func:`serve` must answer from the start:
-    no such ladder, or a key to refuse or whose use is to be recorded."""
+    the key's 401 (:func:`check_key`), the ladder's 404, ``304`` or a body kept for the
+    validator; the validator alone when nothing is kept for it (:func:`serve` makes the
+    body); None when the key's use is to be recorded (:func:`serve` answers from the
+    start, in a transaction)."""
+    if digest is not None:
+        key = check_key(state.key, digest, "read")
+        if use_due(key, datetime.now(UTC)):
+            return None
     if state.created_at is None:
-        return None
-    if digest is not None and not passes_quietly(
-        state.key_hash, state.revoked, state.last_used_at, digest
-    ):
-        return None
+        raise _unknown_ladder(ladder_id)
     tag = versions.etag(state.created_at, state.version)
     if matches_tag(if_none_match, tag):
         return Answer(tag, None)
@@ -570,42 +400,11 @@ def _settle(
     return tag if body is None else Answer(tag, body)
 
 
-#: A read, its path's parameters and its arguments.
-Parsed = tuple[Read, dict[str, str], Args]
-#: Requests whose reading :class:`ReadPath` keeps (all are dropped when it is full).
-PARSED_KEPT = 2048
-#: ... of a path and query of at most this many bytes (a few MB in all).
-PARSED_KEPT_LENGTH = 1024
+class ReadServer:
+    """The reads' one way of answering, shared by a worker's read path and routes: the
+    bodies it kept, the validators and direct reads it gathers, ``Cache-Control``."""
 
-
-def _parse(path: str, query_string: bytes) -> Parsed | None:
-    """The read of :data:`READS` that ``path`` names, with its parameters and the query's
-    arguments; None when the path names none or the query cannot be read as its route
-    reads it."""
-    if not path.startswith("/v1/ladders"):
-        return None
-    for read in READS:
-        found = read.pattern.match(path)
-        if found is not None:
-            params = found.groupdict()
-            query = dict(parse_qsl(query_string.decode("latin-1"), keep_blank_values=True))
-            try:
-                return read, params, read.args(params, query)
-            except Unread:
-                return None
-    return None
-
-
-def _headers(scope: Scope) -> dict[bytes, bytes]:
-    return {name.lower(): value for name, value in scope.get("headers", ())}
-
-
-class ReadPath:
-    """Pure ASGI: the reads of :data:`READS` served here, every other request passed on."""
-
-    def __init__(self, app: ASGIApp, settings: Settings | None = None) -> None:
-        self.app = app
-        settings = settings or get_settings()
+    def __init__(self, settings: Settings) -> None:
         self.cache = (
             BodyCache(int(settings.read_cache_mb * 1024 * 1024))
             if settings.read_cache_mb > 0
@@ -620,7 +419,7 @@ class ReadPath:
         self.connections = {primary: LoopConnection(primary=primary) for primary in (False, True)}
         self.validators = {
             primary: Gathered[tuple[str, str | None], versions.State](
-                partial(_read_states_now, primary=primary, connection=self.connections[primary])
+                partial(self._states, primary=primary)
             )
             for primary in (False, True)
         }
@@ -631,9 +430,13 @@ class ReadPath:
             if read.direct is not None
             for primary in (False, True)
         }
-        self._parsed: dict[tuple[str, bytes], Parsed | None] = {}
 
-    async def _answer(
+    async def _states(
+        self, pairs: list[tuple[str, str | None]], *, primary: bool
+    ) -> list[versions.State]:
+        return await _read_states(pairs, primary=primary, connection=self.connections[primary])
+
+    async def answer(
         self,
         *,
         read: Read,
@@ -688,6 +491,116 @@ class ReadPath:
             )
         )
 
+    def headers(self, read: Read, answer: Answer) -> list[tuple[bytes, bytes]]:
+        """The answer's headers: its validator and ``Cache-Control``, and for a body its
+        type and length."""
+        headers = [
+            (b"etag", answer.tag.encode("latin-1")),
+            (b"cache-control", self.cache_control[read.name]),
+        ]
+        if answer.body is not None:
+            headers += [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(answer.body)).encode("latin-1")),
+            ]
+        return headers
+
+
+# -- the routes --------------------------------------------------------------------------------
+
+
+def _endpoint(read: Read) -> Callable[..., Awaitable[Response]]:
+    """The route of ``read``: FastAPI reads the path and the query by the declaration (its
+    422s are its own), the server answers."""
+
+    async def endpoint(request: Request, access: Access, **values: Any) -> Response:
+        query = values.pop("query", None)
+        args = read.arguments(values, query)
+        server: ReadServer = request.app.state.reads
+        answer = await server.answer(
+            read=read,
+            ladder_id=values.get("ladder"),
+            args=args,
+            access=access,
+            if_none_match=request.headers.get("if-none-match"),
+        )
+        response = Response(answer.body, status_code=200 if answer.body is not None else 304)
+        response.raw_headers = server.headers(read, answer)
+        return response
+
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    parameters = [
+        inspect.Parameter("request", keyword, annotation=Request),
+        inspect.Parameter("access", keyword, annotation=ReadAccess),
+        *(inspect.Parameter(name, keyword, annotation=PATH_PARAMS[name]) for name in read.params),
+    ]
+    if read.query is not None:
+        parameters.append(
+            inspect.Parameter("query", keyword, annotation=Annotated[read.query, Query()])
+        )
+    endpoint.__signature__ = inspect.Signature(parameters, return_annotation=Response)  # type: ignore[attr-defined]
+    endpoint.__name__ = endpoint.__qualname__ = read.operation
+    endpoint.__doc__ = read.description
+    return endpoint
+
+
+def read_routes() -> APIRouter:
+    """The routes of :data:`READS`."""
+    router = APIRouter()
+    for read in READS:
+        router.add_api_route(
+            read.path,
+            _endpoint(read),
+            methods=["GET"],
+            response_model=read.response_model,
+            summary=read.summary,
+            description=read.description or "",
+            tags=[read.tag],
+            name=read.operation,
+        )
+    return router
+
+
+# -- the read path -----------------------------------------------------------------------------
+
+
+#: A read, its path's parameters and its arguments.
+Parsed = tuple[Read, dict[str, str], Args]
+#: Requests whose reading :class:`ReadPath` keeps (all are dropped when it is full).
+PARSED_KEPT = 2048
+#: ... of a path and query of at most this many bytes (a few MB in all).
+PARSED_KEPT_LENGTH = 1024
+
+
+def _parse(path: str, query_string: bytes) -> Parsed | None:
+    """The read of :data:`READS` that ``path`` names, with its parameters and the query's
+    arguments; None when the path names none or its route refuses the path or query."""
+    if not path.startswith("/v1/ladders"):
+        return None
+    for read in READS:
+        found = read.pattern.match(path)
+        if found is not None:
+            params = found.groupdict()
+            query = dict(parse_qsl(query_string.decode("latin-1"), keep_blank_values=True))
+            try:
+                return read, params, read.read(params, query)
+            except (ValidationError, InvalidInput):
+                return None
+    return None
+
+
+def _headers(scope: Scope) -> dict[bytes, bytes]:
+    return {name.lower(): value for name, value in scope.get("headers", ())}
+
+
+class ReadPath:
+    """Pure ASGI: the reads of :data:`READS` served here, every other request passed on."""
+
+    def __init__(self, app: ASGIApp, server: ReadServer) -> None:
+        self.app = app
+        self.server = server
+        self._parsed: dict[tuple[str, bytes], Parsed | None] = {}
+
     def _parse(self, path: str, query_string: bytes) -> Parsed | None:
         """The read a request's path and query name, and its arguments; None when this
         path does not take it. Kept by path and query (a client repeats its reads, and
@@ -718,7 +631,7 @@ class ReadPath:
             primary = _text_of(headers.get(READ_FROM.encode())) == "primary"
             key = bearer_key(_text_of(headers.get(b"authorization")))
             access = access_of(key, "read", primary=primary)
-            answer = await self._answer(
+            answer = await self.server.answer(
                 read=read,
                 ladder_id=params.get("ladder"),
                 args=args,
@@ -729,20 +642,10 @@ class ReadPath:
             response = await error_response(Request(scope), exc)
             await response(scope, receive, send)
             return
-        out_headers = [
-            (b"etag", answer.tag.encode("latin-1")),
-            (b"cache-control", self.cache_control[read.name]),
-        ]
-        if answer.body is None:
-            await send({"type": "http.response.start", "status": 304, "headers": out_headers})
-            await send({"type": "http.response.body", "body": b""})
-            return
-        out_headers += [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(answer.body)).encode("latin-1")),
-        ]
-        await send({"type": "http.response.start", "status": 200, "headers": out_headers})
-        await send({"type": "http.response.body", "body": answer.body})
+        status = 200 if answer.body is not None else 304
+        out_headers = self.server.headers(read, answer)
+        await send({"type": "http.response.start", "status": status, "headers": out_headers})
+        await send({"type": "http.response.body", "body": answer.body or b""})
 
 
 def _text_of(value: bytes | None) -> str | None:

@@ -1,26 +1,22 @@
-"""The ``/v1`` router: ``api_router`` carries every route of the rating API."""
+"""``api_router``: every route of the rating API, under ``/v1`` (its reads declared in
+``app.api.reads``)."""
 
 from fastapi import APIRouter
 
-from app.api import (
-    accuracy,
-    fitting,
-    jobs,
-    ladders,
-    matches,
-    matchmaking,
-    players,
-    predictions,
-)
+from app.api import fitting, jobs, ladders, matches, matchmaking, players, predictions
+from app.api.reads import read_routes
 
-api_router = APIRouter(prefix="/v1")
-api_router.include_router(ladders.router)
-api_router.include_router(matches.router)
-api_router.include_router(players.router)
-api_router.include_router(predictions.router)
-api_router.include_router(matchmaking.router)
-api_router.include_router(fitting.router)
-api_router.include_router(jobs.router)
-api_router.include_router(accuracy.router)
+api_router = APIRouter()
+for router in (
+    ladders.router,
+    matches.router,
+    players.router,
+    predictions.router,
+    matchmaking.router,
+    fitting.router,
+    jobs.router,
+):
+    api_router.include_router(router, prefix="/v1")
+api_router.include_router(read_routes())
 
 __all__ = ["api_router"]

@@ -7,25 +7,45 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Depends, Header
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi import Depends, Header, Request
+from fastapi.security import HTTPBearer
 from sqlalchemy.orm import Session
 
 from app.config import get_settings
 from app.errors import Unauthorized
-from app.services.auth import SCOPE_RANK, authenticate, console_key, too_weak, unknown_key
+from app.services.auth import authorize, console_key
 from app.storage import unit_of_work
-from app.storage.models import ApiKey
 
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="ratings"'}
-_bearer = HTTPBearer(
+
+
+def bearer_key(authorization: str | None) -> str:
+    """The key of an ``Authorization`` header ("" when there is none: no header, another
+    scheme, nothing after the scheme). The API's one reading of it: the routes', the read
+    path's, the body gate's and the rate limiter's."""
+    scheme, _, credentials = (authorization or "").partition(" ")
+    credentials = credentials.strip()
+    if not (scheme and credentials) or scheme.lower() != "bearer":
+        return ""
+    return credentials
+
+
+class _BearerKey(HTTPBearer):
+    """FastAPI's Bearer scheme, for the OpenAPI document; the key read by
+    :func:`bearer_key`."""
+
+    async def __call__(self, request: Request) -> str:  # type: ignore[override]
+        return bearer_key(request.headers.get("authorization"))
+
+
+_bearer = _BearerKey(
     auto_error=False,
     scheme_name="ApiKey",
     description="An API key made with `ratings keys create`: `Authorization: Bearer <key>`.",
 )
 
-
-Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+#: The presented key ("" for none).
+Credentials = Annotated[str, Depends(_bearer)]
 
 
 def _missing(needed: str) -> Unauthorized:
@@ -33,15 +53,6 @@ def _missing(needed: str) -> Unauthorized:
         f"Authorization: this request needs a Bearer key of scope {needed} or higher",
         headers=_CHALLENGE,
     )
-
-
-def _authorize(session: Session, key: str, needed: str) -> ApiKey:
-    row = authenticate(session, key, transact=unit_of_work.transactor())
-    if row is None:
-        raise unknown_key()
-    if SCOPE_RANK.get(row.scope, -1) < SCOPE_RANK[needed]:
-        raise too_weak(row.prefix, row.scope, needed)
-    return row
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,13 +77,9 @@ class Access:
     def check(self, session: Session) -> None:
         """The key allows the route, or its 401 or 403."""
         if self.key is not None:
-            _authorize(session, self.key, self.needed)
+            authorize(session, self.key, self.needed, transact=unit_of_work.transactor())
         elif self.console_token is not None:
-            row = console_key(session, self.console_token)
-            if row is None:
-                raise unknown_key()
-            if SCOPE_RANK.get(row.scope, -1) < SCOPE_RANK[self.needed]:
-                raise too_weak(row.prefix, row.scope, self.needed)
+            console_key(session, self.console_token, self.needed)
 
 
 def access_of(presented: str, needed: str, *, primary: bool = False) -> Access:
@@ -95,16 +102,6 @@ def console_access(token: str) -> Access:
     return Access(None, "read", console_token=token)
 
 
-def bearer_key(authorization: str | None) -> str:
-    """The key of an ``Authorization`` header, read as FastAPI's ``HTTPBearer`` reads it;
-    "" when there is none (no header, another scheme, nothing after the scheme)."""
-    scheme, _, credentials = (authorization or "").partition(" ")
-    credentials = credentials.strip()
-    if not (scheme and credentials) or scheme.lower() != "bearer":
-        return ""
-    return credentials
-
-
 #: ``Ratings-Read-From``: ``primary`` sends a read to the primary database when reads go to
 #: a replica (``RATINGS_READ_DATABASE_URL``).
 ReadFrom = Annotated[
@@ -122,7 +119,7 @@ def _access(needed: str) -> Callable[..., Awaitable[Access]]:
     async def dependency(credentials: Credentials) -> Access:
         # Asynchronous: no trip to the thread pool; the key is checked in the route's
         # transaction.
-        return access_of(credentials.credentials if credentials is not None else "", needed)
+        return access_of(credentials, needed)
 
     dependency.__name__ = f"require_{needed}"
     dependency.__doc__ = f"FastAPI dependency: the Bearer key of a route of scope {needed}."
@@ -132,8 +129,7 @@ def _access(needed: str) -> Callable[..., Awaitable[Access]]:
 async def require_read(credentials: Credentials, read_from: ReadFrom = None) -> Access:
     """FastAPI dependency: the Bearer key of a read (open unless
     ``RATINGS_REQUIRE_READ_KEY`` is set; then any active key), and the database it reads."""
-    presented = credentials.credentials if credentials is not None else ""
-    return access_of(presented, "read", primary=read_from == "primary")
+    return access_of(credentials, "read", primary=read_from == "primary")
 
 
 #: Recording matches: a key of scope write or admin.

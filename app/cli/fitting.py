@@ -17,11 +17,10 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
-from app.api.problems import validation_detail
 from app.cli.base import report_errors, transaction
 from app.cli.progress import evaluation_reporter, wanted
 from app.domain.documents.fitting import FitMeasures, FitOutcome, FitRequest
-from app.errors import InvalidInput
+from app.errors import InvalidInput, validation_detail
 from app.evaluation.data import MatchFile
 from app.services import fitting, ladders
 

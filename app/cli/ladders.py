@@ -15,7 +15,6 @@ from typing import Any, get_args
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
-from app.api.problems import validation_detail
 from app.cli.base import CommandError, open_database, transaction
 from app.cli.progress import Bars, wanted
 from app.domain.documents.ladders import LadderCreate, LadderOut
@@ -23,7 +22,7 @@ from app.domain.documents.matches import MAX_BATCH, MAX_BATCH_SLOTS
 from app.domain.documents.shared import MAX_PAGE, Algorithm
 from app.domain.jsontext import DuplicateKey, unique_keys
 from app.domain.ladders import LADDER_ID
-from app.errors import InvalidInput, NotFound
+from app.errors import InvalidInput, NotFound, validation_detail
 from app.services import ladders
 from app.storage.engine import session_factory
 from app.storage.unit_of_work import transactor

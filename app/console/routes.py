@@ -31,11 +31,10 @@ from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
 from sqlalchemy.orm import Session
 
 from app.api.deps import NowDep, ladder_of, run
-from app.api.problems import validation_detail
 from app.api.security import Access, console_access
 from app.config import get_settings
 from app.domain.documents.shared import ID_PATTERN, MAX_ID_LENGTH
-from app.errors import ProblemError, Unauthorized
+from app.errors import ProblemError, Unauthorized, validation_detail
 from app.services import auth, console, ladders, players
 
 _log = logging.getLogger(__name__)

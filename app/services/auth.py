@@ -12,7 +12,7 @@ password hash. The digest found is still compared with ``hmac.compare_digest``.
 
 No cache: every request reads the key row, so a revoked key is refused at once, by every
 worker and replica. Recording a match reads it in the same statement as the ladder
-(:func:`check_key`), the other routes with :func:`authenticate`. Keys are never logged;
+(:func:`check_key`), the other routes with :func:`authorize`. Keys are never logged;
 only names and prefixes appear in output.
 """
 
@@ -27,10 +27,9 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy.orm import Session
 
 from app.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
-from app.storage import console_sessions, keys
-from app.storage import keys as key_repo
-from app.storage.models import ApiKey
-from app.storage.repositories.recording import KeyRow
+from app.storage import console_sessions
+from app.storage.models import ApiKey, KeyRow
+from app.storage.repositories import keys
 from app.storage.unit_of_work import Transact
 
 #: The scopes, weakest first; a key may do everything its scope and the weaker ones allow.
@@ -147,25 +146,23 @@ def ensure_first_admin_key(session: Session) -> NewKey | None:
     Replicas starting together on PostgreSQL take a transaction-scoped advisory lock first,
     so only one of them makes the key (SQLite's ``BEGIN IMMEDIATE`` already serialises).
     """
-    key_repo.serialize_first_start(session=session)
+    keys.serialize_first_start(session=session)
     if keys.any_key(session=session):
         return None
     return create_key(session, name="admin", scope="admin")
 
 
-def authenticate(session: Session, key: str, *, transact: Transact | None = None) -> ApiKey | None:
-    """The active key row for ``key``, or None for an unknown or revoked key. Its use is
-    recorded (at most once per :data:`LAST_USED_RESOLUTION`) in the session's transaction,
-    or, when that cannot write (a read on a replica, or SQLite's), in one of ``transact``'s
-    on the primary (a caller whose session writes passes none)."""
+def authorize(
+    session: Session, key: str, needed: str, *, transact: Transact | None = None
+) -> KeyRow:
+    """The row of ``key`` when it allows ``needed`` (:func:`check_key`: else its 401 or
+    403). Its use is recorded (at most once per :data:`LAST_USED_RESOLUTION`) in the
+    session's transaction, or, when that cannot write (a read on a replica, or SQLite's),
+    in one of ``transact``'s on the primary (a caller whose session writes passes none)."""
     digest = hash_key(key)
-    row = keys.by_hash(session=session, key_hash=digest)
-    if row is None or not hmac.compare_digest(row.key_hash, digest):
-        return None
-    if row.revoked_at is not None:
-        return None
+    row = check_key(keys.by_hash(session=session, key_hash=digest), digest, needed)
     now = datetime.now(UTC)
-    if row.last_used_at is None or now - _utc(row.last_used_at) >= LAST_USED_RESOLUTION:
+    if use_due(row, now):
         if transact is None or keys.takes_writes(session=session):
             keys.record_use(session=session, key_id=row.id, now=now)
         else:
@@ -174,18 +171,14 @@ def authenticate(session: Session, key: str, *, transact: Transact | None = None
     return row
 
 
-def passes_quietly(
-    stored_hash: str | None, revoked: bool, last_used_at: datetime | None, digest: str
-) -> bool:
-    """Whether a key found by its digest (``stored_hash``, None: none found) may read with
-    nothing to record: it is active, and its use was recorded within
-    :data:`LAST_USED_RESOLUTION` (every scope may read). Otherwise :func:`authenticate`
-    answers for it (its 401, or the use to record)."""
-    if stored_hash is None or revoked or not hmac.compare_digest(stored_hash, digest):
+def is_active(session: Session, key: str) -> bool:
+    """Whether ``key`` is an active key, of any scope (its use recorded, as every check
+    records it)."""
+    try:
+        authorize(session, key, SCOPES[0])
+    except Unauthorized:
         return False
-    return (
-        last_used_at is not None and datetime.now(UTC) - _utc(last_used_at) < LAST_USED_RESOLUTION
-    )
+    return True
 
 
 #: How long a console session lasts after sign-in (its cookie ends with the browser
@@ -203,8 +196,9 @@ def sign_in(session: Session, *, key: str, now: datetime) -> str | None:
     a hash), or None for an unknown or revoked key. The cookie holds the token, so a stolen
     cookie is not a key: it reads until the session expires, is signed out, or the key is
     revoked, and can do nothing else."""
-    row = authenticate(session, key)
-    if row is None:
+    try:
+        row = authorize(session, key, SCOPES[0])
+    except Unauthorized:
         return None
     token = secrets.token_urlsafe(32)
     console_sessions.add(
@@ -217,14 +211,14 @@ def sign_in(session: Session, *, key: str, now: datetime) -> str | None:
     return token
 
 
-def console_key(session: Session, token: str) -> ApiKey | None:
-    """The active key of a console session, or None (unknown, expired, or its key revoked)."""
+def console_key(session: Session, token: str, needed: str) -> KeyRow:
+    """The key of a console session when it allows ``needed``: the 401 of an unknown
+    session, an expired one or one whose key was revoked, the 403 of a scope too small
+    (:func:`check_key`, the session standing for its key)."""
     row = console_sessions.key_of(
         session=session, token_hash=console_token_hash(token), now=datetime.now(UTC)
     )
-    if row is None or row.revoked_at is not None:
-        return None
-    return row
+    return check_key(row, row.key_hash if row is not None else "", needed)
 
 
 def sign_out(session: Session, *, token: str) -> None:
@@ -246,9 +240,11 @@ def too_weak(prefix: str, scope: str, needed: str) -> Forbidden:
 
 
 def check_key(row: KeyRow | None, digest: str, needed: str) -> KeyRow:
-    """The key row found for ``digest`` (:func:`hash_key`) allows ``needed``, or the 401 or
-    403 of :func:`authenticate` and the route guards. For routes that read the key in the
-    same statement as their own first rows (``app.services.recording.record_group``)."""
+    """The one check of a key: the row found for ``digest`` (:func:`hash_key`; None: none
+    found) is active and allows ``needed``, or the 401 or 403. Every request's key goes
+    through it: :func:`authorize`, the reads' validator statement (``app.api.reads``) and
+    recording (``app.services.recording.record_group``), which read the row in the same
+    statement as their own first rows."""
     if row is None or not hmac.compare_digest(row.key_hash, digest) or row.revoked_at is not None:
         raise unknown_key()
     if SCOPE_RANK.get(row.scope, -1) < SCOPE_RANK[needed]:

@@ -8,7 +8,7 @@ from datetime import datetime
 from sqlalchemy import delete, insert, select
 from sqlalchemy.orm import Session
 
-from app.storage.models import ApiKey, ConsoleSession
+from app.storage.models import KEY_ROW, ApiKey, ConsoleSession, KeyRow
 
 
 def add(
@@ -23,13 +23,14 @@ def add(
     )
 
 
-def key_of(*, session: Session, token_hash: str, now: datetime) -> ApiKey | None:
+def key_of(*, session: Session, token_hash: str, now: datetime) -> KeyRow | None:
     """The key of a session that has not expired (revoked or not: the caller decides)."""
-    return session.scalar(
-        select(ApiKey)
+    row = session.execute(
+        select(*KEY_ROW)
         .join(ConsoleSession, ConsoleSession.key_id == ApiKey.id)
         .where(ConsoleSession.token_hash == token_hash, ConsoleSession.expires_at > now)
-    )
+    ).one_or_none()
+    return None if row is None else KeyRow(*row)
 
 
 def remove(*, session: Session, token_hash: str) -> None:

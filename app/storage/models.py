@@ -13,7 +13,7 @@ Database triggers on ``ratings`` (migrations 0004 and 0016) keep ``rating_bucket
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import (
     JSON,
@@ -322,6 +322,28 @@ class ApiKey(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class KeyRow(NamedTuple):
+    """The columns of an ``api_keys`` row that a request's check reads."""
+
+    id: int
+    scope: str
+    prefix: str
+    key_hash: str
+    revoked_at: datetime | None
+    last_used_at: datetime | None
+
+
+#: The columns of a :class:`KeyRow`.
+KEY_ROW = (
+    ApiKey.id,
+    ApiKey.scope,
+    ApiKey.prefix,
+    ApiKey.key_hash,
+    ApiKey.revoked_at,
+    ApiKey.last_used_at,
+)
 
 
 class ConsoleSession(Base):

@@ -38,10 +38,10 @@ from sqlalchemy import Executable, String, bindparam, func, select, text
 from sqlalchemy.orm import Session
 
 from app.domain.times import utc
+from app.storage.models import KeyRow, Ladder, LadderVersion
 
 if TYPE_CHECKING:
     import psycopg
-from app.storage.models import Ladder, LadderVersion
 
 #: Rows a ladder's version is spread over.
 STRIPES = 16
@@ -120,14 +120,17 @@ class State(NamedTuple):
 
     created_at: datetime | None
     version: int
-    key_hash: str | None
-    revoked: bool
-    last_used_at: datetime | None
+    key: KeyRow | None
+
+    @property
+    def key_hash(self) -> str | None:
+        return None if self.key is None else self.key.key_hash
 
 
 _STATE_COLUMNS = (
     "l.created_at, (SELECT COALESCE(SUM(v.version), 0) FROM ladder_versions v "
-    "WHERE v.ladder_id = l.id), k.key_hash, k.revoked_at IS NOT NULL, k.last_used_at"
+    "WHERE v.ladder_id = l.id), k.id, k.scope, k.prefix, k.key_hash, k.revoked_at, "
+    "k.last_used_at"
 )
 #: The statement in each driver's parameter style (a plain DB-API cursor runs it). On
 #: PostgreSQL one statement reads any number of (ladder, key) pairs, from two arrays, in
@@ -151,7 +154,10 @@ def moment(value: Any) -> datetime | None:
 
 
 def _state(row: Any) -> State:
-    return State(moment(row[0]), int(row[1] or 0), row[2], bool(row[3]), moment(row[4]))
+    key = None
+    if row[2] is not None:
+        key = KeyRow(row[2], row[3], row[4], row[5], moment(row[6]), moment(row[7]))
+    return State(moment(row[0]), int(row[1] or 0), key)
 
 
 def read_states(

@@ -124,9 +124,10 @@ class TestKeys:
         key = out.strip()
         assert key not in err and "game" in err
         session = session_factory(get_engine(db_url))()
-        row = auth.authenticate(session, key)
+        row = auth.authorize(session, key, "write")
+        (info,) = [k for k in auth.list_keys(session) if k.prefix == row.prefix]
         session.close()
-        assert row is not None and row.scope == "write" and row.name == "game"
+        assert row.scope == "write" and info.name == "game"
 
     def test_bad_scope_is_a_usage_error(self, capsys: pytest.CaptureFixture[str]) -> None:
         with pytest.raises(SystemExit) as exit_info:
@@ -294,10 +295,10 @@ class TestServe:
         assert len(keys) == 1 and keys[0] not in out
         url = f"sqlite:///{tmp_path / 'served.db'}"
         session = session_factory(get_engine(url))()
-        row = auth.authenticate(session, keys[0])
+        row = auth.authorize(session, keys[0], "admin")
         session.close()
         dispose_engines()
-        assert row is not None and row.scope == "admin"
+        assert row.scope == "admin"
 
         # A second start finds the key and makes none.
         process, base = serve(tmp_path)

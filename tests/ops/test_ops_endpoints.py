@@ -295,6 +295,11 @@ class TestSettings:
             "RATINGS_CACHE_CONTROL": '{"*": "no-cache", "leaderboard": "public, max-age=5"}',
             "RATINGS_READ_CACHE_MB": "8",
             "RATINGS_OPENTELEMETRY": "true",
+            "RATINGS_RATE_LIMIT_PER_SECOND": "25",
+            "RATINGS_RATE_LIMIT_BURST": "50",
+            "RATINGS_RATE_LIMIT_LOOPBACK": "true",
+            "RATINGS_RATE_LIMIT_MAX_CLIENTS": "1000",
+            "RATINGS_GC_TUNING": "1",
         }
         for name, value in values.items():
             monkeypatch.setenv(name, value)
@@ -332,6 +337,11 @@ class TestSettings:
             "cache_control": {"*": "no-cache", "leaderboard": "public, max-age=5"},
             "read_cache_mb": 8.0,
             "opentelemetry": True,
+            "rate_limit_per_second": 25.0,
+            "rate_limit_burst": 50,
+            "rate_limit_loopback": True,
+            "rate_limit_max_clients": 1000,
+            "gc_tuning": True,
         }
 
 

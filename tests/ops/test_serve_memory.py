@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 from app.cli import server
 from app.cli.base import CommandError
 from app.cli.main import main
-from app.config import GC_TUNING_ENV
+from app.config import GC_TUNING_ENV, get_settings
 from tests.ops.test_cli import serve, stop, wait_until_up
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,6 +87,7 @@ def restored_gc() -> Iterator[None]:
     yield
     gc.unfreeze()
     gc.set_threshold(*threshold)
+    get_settings.cache_clear()  # the environment's settings again
 
 
 def test_a_worker_started_by_serve_tunes_its_garbage_collector(
@@ -95,9 +96,11 @@ def test_a_worker_started_by_serve_tunes_its_garbage_collector(
     from app.main import GC_YOUNG_THRESHOLD, create_app
 
     monkeypatch.delenv(GC_TUNING_ENV, raising=False)
+    get_settings.cache_clear()
     with TestClient(create_app()):  # not started by serve: Python's defaults stay
         assert gc.get_threshold()[0] != GC_YOUNG_THRESHOLD
     monkeypatch.setenv(GC_TUNING_ENV, "1")
+    get_settings.cache_clear()
     with TestClient(create_app()):
         assert gc.get_threshold() == (GC_YOUNG_THRESHOLD, 20, 20)
         assert gc.get_freeze_count() > 100_000  # the modules and the app, frozen

@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterator
 import pytest
 from fastapi.testclient import TestClient
 
-from app.api.ratelimit import RateLimitSettings, TokenBuckets
-from app.config import get_settings
+from app.api.ratelimit import TokenBuckets
+from app.config import RateLimit, get_settings
 from tests.reliability.conftest import create_ladder
 from tests.service.helpers import table_counts
 
@@ -41,10 +41,10 @@ def test_token_bucket_arithmetic() -> None:
 
 
 def test_settings_default_off_and_burst() -> None:
-    assert RateLimitSettings().per_second == 0.0
-    assert RateLimitSettings(per_second=5).capacity == 5.0
-    assert RateLimitSettings(per_second=0.5).capacity == 1.0
-    assert RateLimitSettings(per_second=5, burst=12).capacity == 12.0
+    assert RateLimit().per_second == 0.0
+    assert RateLimit(per_second=5).capacity == 5.0
+    assert RateLimit(per_second=0.5).capacity == 1.0
+    assert RateLimit(per_second=5, burst=12).capacity == 12.0
 
 
 @pytest.fixture
@@ -113,6 +113,7 @@ def test_loopback_clients_are_not_limited_unless_configured(
     assert {v6.get("/v1/ladders").status_code for _ in range(10)} == {200}
 
     monkeypatch.setenv("RATINGS_RATE_LIMIT_LOOPBACK", "true")
+    get_settings.cache_clear()
     from app.main import create_app
 
     with TestClient(create_app(), client=("127.0.0.1", 5000)) as strict:

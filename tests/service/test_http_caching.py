@@ -11,9 +11,11 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from app.api.reads import BodyCache, matches_tag
+from app.api.reads import BodyCache, ReadServer, matches_tag
+from app.api.router import api_router
 from app.config import get_settings
 from app.services.auth import hash_key
 from tests.service.helpers import assert_problem, create_ladder
@@ -424,3 +426,26 @@ def test_head_answers_as_get_without_the_body(seeded: TestClient) -> None:
     assert seeded.head(f"{LADDER}/leaderboard", headers={"If-None-Match": tag}).status_code == 304
     assert seeded.head(f"{LADDER}/players/nobody").status_code == 404
     assert seeded.head(f"{LADDER}/fit").status_code == 405  # POST alone
+
+
+@pytest.mark.parametrize(("path", "query"), READS)
+def test_a_read_served_by_its_route_answers_as_the_read_path_does(
+    seeded: TestClient, path: str, query: dict[str, Any]
+) -> None:
+    """Each read is declared once: its FastAPI route (what the read path passes on) answers
+    with the same body, validator, ``Cache-Control`` and ``304`` as the read path."""
+    # The API's routes alone, without the read path in front of them, with a server (and
+    # its kept bodies) of their own.
+    routes_alone = FastAPI()
+    routes_alone.include_router(api_router)
+    routes_alone.state.reads = ReadServer(get_settings())
+    fast = seeded.get(path, params=query)
+    with TestClient(routes_alone) as routes:
+        first = routes.get(path, params=query)
+        assert first.status_code == 200, first.text
+        assert first.content == fast.content
+        assert first.headers["etag"] == fast.headers["etag"]
+        assert first.headers["cache-control"] == fast.headers["cache-control"] == "no-cache"
+        again = routes.get(path, params=query, headers={"If-None-Match": fast.headers["etag"]})
+        assert again.status_code == 304 and again.content == b""
+        assert again.headers["etag"] == fast.headers["etag"]

@@ -26,6 +26,7 @@ from app.domain import jsontext
 from app.domain.accuracy import FIELDS as TALLY_FIELDS
 from app.storage import versions
 from app.storage.models import (
+    KeyRow,
     Match,
     Participant,
     RatingHistory,
@@ -34,17 +35,6 @@ from app.storage.repositories.accuracy import add_tallies
 from app.storage.repositories.matches import StoredMatch, allocate_match_seqs
 from app.storage.repositories.ratings import RatingState, update_ratings, upsert_ratings
 from app.storage.repositories.sql import chunked, dialect_of, id_list, insert_values, json_text
-
-
-class KeyRow(NamedTuple):
-    """The columns of an ``api_keys`` row that a request's check reads."""
-
-    id: int
-    scope: str
-    prefix: str
-    key_hash: str
-    revoked_at: datetime | None
-    last_used_at: datetime | None
 
 
 class KeyAndLadder(NamedTuple):

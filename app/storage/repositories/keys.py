@@ -9,7 +9,7 @@ from sqlalchemy import DateTime, bindparam, func, select, text
 from sqlalchemy.orm import Session
 
 from app.storage.engine import is_read_only, on_replica
-from app.storage.models import ApiKey
+from app.storage.models import KEY_ROW, ApiKey, KeyRow
 from app.storage.repositories.sql import dialect_of
 
 
@@ -57,8 +57,10 @@ def any_key(*, session: Session) -> bool:
     return bool(session.scalar(select(func.count()).select_from(ApiKey)))
 
 
-def by_hash(*, session: Session, key_hash: str) -> ApiKey | None:
-    return session.scalar(select(ApiKey).where(ApiKey.key_hash == key_hash))
+def by_hash(*, session: Session, key_hash: str) -> KeyRow | None:
+    """The key whose SHA-256 is ``key_hash`` (revoked or not: the caller decides)."""
+    row = session.execute(select(*KEY_ROW).where(ApiKey.key_hash == key_hash)).one_or_none()
+    return None if row is None else KeyRow(*row)
 
 
 def takes_writes(*, session: Session) -> bool:
