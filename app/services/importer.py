@@ -15,8 +15,6 @@ written, the chunks before it stay.
 from __future__ import annotations
 
 import contextlib
-import gzip
-import io
 import json
 import os
 import queue
@@ -31,11 +29,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TextIO
 
-from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from app.domain.documents.matches import MAX_BATCH, MAX_BATCH_SLOTS, MatchCreate
 from app.domain.ladders import LADDER_ID
+from app.domain.match_files import MatchFileError, match_lines, open_match_file
 from app.errors import ProblemError
 from app.services.batches import Ahead, rate_ahead, ratings_of, record_ahead, record_matches
 from app.services.rating import MatchConflict, MatchRefused
@@ -83,52 +81,26 @@ class Summary:
         )
 
 
-def _open(path: Path) -> tuple[IO[bytes], TextIO]:
-    """The raw file (its position measures progress) and a text reader over it."""
-    raw = path.open("rb")
-    if path.suffix == ".gz":
-        return raw, io.TextIOWrapper(gzip.GzipFile(fileobj=raw), encoding="utf-8")
-    return raw, io.TextIOWrapper(raw, encoding="utf-8")
-
-
-def _detail(exc: ValidationError) -> str:
-    """``field: message`` per error, the field said once (validators name it themselves)."""
-    parts = []
-    for error in exc.errors(include_input=False)[:5]:
-        field = ".".join(str(part) for part in error.get("loc", ())) or "line"
-        message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
-        if error.get("type") == "json_invalid":
-            reason = (error.get("ctx") or {}).get("error")
-            parts.append(f"not valid JSON ({reason})" if reason else "not valid JSON")
-            continue
-        parts.append(message if message.startswith(f"{field}:") else f"{field}: {message}")
-    return "; ".join(parts)
-
-
-def _chunks(lines: TextIO, size: int) -> Iterator[list[tuple[int, MatchCreate]]]:
-    """Parsed bodies with their line numbers, ``size`` at a time, and fewer where more would
-    pass a batch's bound of player slots (``MAX_BATCH_SLOTS``); blank lines are skipped."""
+def _chunks(lines: TextIO, size: int, path: str) -> Iterator[list[tuple[int, MatchCreate]]]:
+    """The file's matches (``app.domain.match_files``: each line read as the API reads a
+    match) with their line numbers, ``size`` at a time, and fewer where more would pass a
+    batch's bound of player slots (``MAX_BATCH_SLOTS``)."""
     chunk: list[tuple[int, MatchCreate]] = []
     slots = 0
-    number = 0
+    matches = match_lines(lines, path)
     while True:
         try:
-            line = lines.readline()
-        except UnicodeDecodeError:
-            raise ImportFailed(f"line {number + 1}: not UTF-8") from None
-        if not line:
-            break
-        number += 1
-        if not line.strip():
-            continue
-        try:
-            body = MatchCreate.model_validate_json(line)
-        except ValidationError as exc:
+            found = next(matches, None)
+        except MatchFileError as exc:
+            number = exc.line or 0
             first = chunk[0][0] if chunk else number
             lines_of_chunk = f"lines {first}-{number}" if first < number else f"line {number}"
             raise ImportFailed(
-                f"line {number}: {_detail(exc)} (nothing of {lines_of_chunk} was written)"
+                f"line {number}: {exc.message} (nothing of {lines_of_chunk} was written)"
             ) from None
+        if found is None:
+            break
+        number, body = found
         players = sum(len(team) for team in body.teams)
         if chunk and slots + players > MAX_BATCH_SLOTS:
             yield chunk
@@ -162,10 +134,11 @@ class _Reader:
 
     _END = object()
 
-    def __init__(self, raw: IO[bytes], lines: TextIO, size: int) -> None:
+    def __init__(self, raw: IO[bytes], lines: TextIO, size: int, path: str) -> None:
         self._raw = raw
         self._lines = lines
         self._size = size
+        self._path = path
         self._ready: queue.Queue[object] = queue.Queue(maxsize=READ_AHEAD)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="import-reader", daemon=True)
@@ -182,7 +155,7 @@ class _Reader:
 
     def _run(self) -> None:
         try:
-            for part in _chunks(self._lines, self._size):
+            for part in _chunks(self._lines, self._size, self._path):
                 if not self._put(_Parsed(part, self._raw.tell())):
                     return
             self._put(self._END)
@@ -230,9 +203,12 @@ def import_matches(
         raise ImportFailed(f"--chunk: must be 1 to {MAX_BATCH}")
     summary = Summary()
     started = time.perf_counter()
-    raw, lines = _open(path)
+    try:
+        raw, lines = open_match_file(path)
+    except MatchFileError as exc:
+        raise ImportFailed(str(exc)) from None
     size = os.fstat(raw.fileno()).st_size
-    reader = _Reader(raw, lines, chunk)
+    reader = _Reader(raw, lines, chunk, str(path))
     writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ratings-import")
     switch_interval = sys.getswitchinterval()
     sys.setswitchinterval(SWITCH_INTERVAL_S)
@@ -278,8 +254,6 @@ def import_matches(
             on_progress(parsed.position, size, f"{summary.read:,} matches, {speed:,.0f}/s")
         while pending:
             _finish(pending.popleft(), summary)
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        raise ImportFailed(f"{path}: cannot be read: {exc}") from None
     finally:
         # Stopped early: the chunks in flight before the failure still commit or fail
         # whole; none after a failed one is written (``stop``).

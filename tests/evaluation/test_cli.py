@@ -119,7 +119,7 @@ def test_a_malformed_file_exits_2_naming_the_line(
     assert main(["evaluate", str(path)]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert f"{path}:2: ranks must be a list of 2" in captured.err
+    assert f"{path}:2: ranks: expected 2 values" in captured.err
     assert main(["fit", str(path), "--algorithm", "elo"]) == 2
     assert f"{path}:2:" in capsys.readouterr().err
 

@@ -46,22 +46,27 @@ def test_plain_and_gzip_read_alike_in_time_order(write_matches: WriteMatches) ->
 
 @pytest.mark.parametrize(
     ("line", "message"),
+    # Each line refused as the API refuses the match, with its words.
     [
-        ("{not json", "not valid JSON"),
-        ("[1, 2]", "must be a JSON object"),
-        ('{"teams": [["a"]]}', "at least two teams"),
-        ('{"teams": [["a"], []]}', "teams[1]"),
-        ('{"teams": [["a"], [true]]}', "not a player id"),
-        ('{"teams": [["a"], ["b"]], "ranks": [1]}', "ranks must be a list of 2"),
+        ("{not json", "body: not valid JSON"),
+        ("[1, 2]", "body: Input should be an object"),
+        ('{"teams": [["a"]]}', "teams: List should have at least 2 items"),
+        ('{"teams": [["a"], []]}', "teams.1: List should have at least 1 item"),
+        ('{"teams": [["a"], [true]]}', "teams.1.0: Input should be a valid string"),
+        ('{"teams": [["a"], ["b"]], "ranks": [1]}', "ranks: expected 2 values"),
         ('{"teams": [["a"], ["b"]], "ranks": [1, 2], "scores": [1, 2]}', "not both"),
-        ('{"teams": [["a"], ["b"]], "scores": [1, NaN]}', "finite"),
-        ('{"teams": [["a"], ["b"]], "weights": [[1.5], [1]]}', "weights[0]"),
-        ('{"teams": [["a"], ["b"]], "played_at": "yesterday"}', "ISO 8601"),
-        ('{"teams": [["a"], ["b"]], "advantage": [1]}', "advantage must be a list of 2"),
-        ('{"teams": [["a"], ["b"]], "advantage": [2, 0]}', "in [0, 1]"),
+        ('{"teams": [["a"], ["b"]], "scores": [1, NaN]}', "scores.1: Input should be a finite"),
+        ('{"teams": [["a"], ["b"]], "weights": [[1.5], [1]]}', "weights.0.0: Input should be"),
+        ('{"teams": [["a"], ["b"]], "played_at": "yesterday"}', "played_at: not an RFC 3339"),
+        ('{"teams": [["a"], ["b"]], "advantage": [1]}', "advantage: expected 2 values"),
+        ('{"teams": [["a"], ["b"]], "advantage": [2, 0]}', "advantage.0: Input should be"),
+        ('{"teams": [["a"], ["b"]], "colour": "red"}', "colour: Extra inputs are not permitted"),
+        ('{"teams": [["a"], ["' + "x" * 129 + '"]]}', "teams.1.0: String should have at most"),
     ],
 )
 def test_a_bad_line_is_named(write_matches: WriteMatches, line: str, message: str) -> None:
+    """A line the API would refuse stops the reading, named with the API's reason (the
+    reader of ``ratings import``, ``evaluate`` and ``fit`` alike)."""
     good = '{"teams": [["a"], ["b"]]}'
     path = write_matches([good, "", line, good])
     with pytest.raises(DataError) as info:

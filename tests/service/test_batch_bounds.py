@@ -141,7 +141,7 @@ def test_an_import_cuts_its_chunks_at_the_slot_bound(monkeypatch: pytest.MonkeyP
     two = {"teams": [["a"], ["b"]]}
     lines = [four, four, two, four, two, two, two, four, two]
     text = io.StringIO("".join(json.dumps(body) + "\n" for body in lines))
-    chunks = list(importer._chunks(text, 4))
+    chunks = list(importer._chunks(text, 4, "matches.jsonl"))
     sizes = [[sum(len(team) for team in body.teams) for _, body in chunk] for chunk in chunks]
     assert sizes == [[4, 4, 2], [4, 2, 2, 2], [4, 2]]
     assert [number for chunk in chunks for number, _ in chunk] == list(range(1, 10))

@@ -171,3 +171,31 @@ def test_import_errors(
     create_ladder(client)
     status, _, err = run(capsys, "import", str(FOOTBALL), "--ladder", "test", "--chunk", "0")
     assert status == 1 and "--chunk" in err
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        {"teams": [["a"], [7]]},  # an id that is not text
+        {"teams": [["a"], ["b"]], "colour": "red"},  # a field the API does not know
+        {"teams": [["a"], ["b"]], "meta": {"note": "x" * 5000}},  # meta past 4 KB
+        {"teams": [["a"], ["b"]], "played_at": "2024-13-01"},
+    ],
+    ids=["number id", "unknown field", "large meta", "bad date"],
+)
+def test_import_evaluate_and_the_api_refuse_a_line_alike(
+    client: TestClient, capsys: pytest.CaptureFixture[str], tmp_path: Path, line: dict[str, Any]
+) -> None:
+    """One reader of match files: a line the API refuses stops the import, ``evaluate``
+    and ``fit``, each naming the line with the API's own reason."""
+    create_ladder(client, "refused")
+    path = tmp_path / "matches.jsonl"
+    path.write_text(json.dumps({"teams": [["a"], ["b"]]}) + "\n" + json.dumps(line) + "\n")
+    response = client.post("/v1/ladders/refused/matches", json=line)
+    assert response.status_code == 422
+    reason = response.json()["detail"].removeprefix("body.")
+    status, _, err = run(capsys, "import", str(path), "--ladder", "refused")
+    assert status != 0 and f"line 2: {reason}" in err, err
+    for command in (["evaluate", str(path)], ["fit", str(path), "--algorithm", "elo"]):
+        status, _, err = run(capsys, *command)
+        assert status == 2 and f"{path}:2: {reason}" in err, err

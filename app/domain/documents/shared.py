@@ -4,7 +4,7 @@ types, the request base (unknown fields refused), times, and a rating as the API
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AfterValidator,
@@ -15,6 +15,7 @@ from pydantic import (
     ValidationInfo,
     field_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from app.rating.params import MAX_LENGTH, MAX_MEAN, MIN_LENGTH
 
@@ -144,6 +145,11 @@ NextCursor = Annotated[
 ]
 
 
+#: The type of the error of a match that names a player twice (what a reader of match
+#: files may leave out rather than stop at: ``app.domain.match_files``).
+REPEATED_PLAYER = "repeated_player"
+
+
 class TeamsBody(RequestBody):
     """Teams of player ids, with optional partial-play weights of the same shape and
     advantage shares, one per team."""
@@ -165,17 +171,25 @@ class TeamsBody(RequestBody):
         "has any. It counts only on a ladder whose `advantage` parameter is not 0.",
     )
 
+    #: The most players one match may name: a request's bound (a match file rated offline
+    #: has none: ``app.domain.match_files``).
+    max_players: ClassVar[int | None] = MAX_PLAYERS
+
     @field_validator("teams")
     @classmethod
     def _players_once(cls, teams: list[list[str]]) -> list[list[str]]:
         total = sum(len(team) for team in teams)
-        if total > MAX_PLAYERS:
+        if cls.max_players is not None and total > cls.max_players:
             raise ValueError(f"teams: at most {MAX_PLAYERS} players in a match, got {total}")
         seen: set[str] = set()
         for team in teams:
             for player in team:
                 if player in seen:
-                    raise ValueError(f"teams: player {player[:MAX_ID_LENGTH]!r} appears twice")
+                    raise PydanticCustomError(
+                        REPEATED_PLAYER,
+                        "teams: player {player} appears twice",
+                        {"player": repr(player[:MAX_ID_LENGTH])},
+                    )
                 seen.add(player)
         return teams
 
