@@ -18,7 +18,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.cli.progress import Bars, evaluation_reporter, wanted
 from app.evaluation.auto import SHORT, SHORTLIST, AutoResult
@@ -26,6 +26,9 @@ from app.evaluation.data import DataError, read_matches
 from app.evaluation.presets import DEFAULT_ALGORITHMS, NAMES
 from app.rating.base import RatingInputError
 from app.rating.registry import ALGORITHMS
+
+if TYPE_CHECKING:  # scipy's: imported when fit runs
+    from app.evaluation.fit import FitResult
 
 #: The ``--algorithm`` of ``fit`` that fits every candidate and chooses.
 AUTO = "auto"
@@ -170,17 +173,24 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fit_misuse(args: argparse.Namespace) -> str | None:
+    """What is wrong with the options of ``fit`` taken together, if anything."""
+    if (args.file is None) == (args.ladder is None):
+        return "fit: give a match FILE or --ladder ID (one of them)"
+    if args.apply and args.ladder is None:
+        return "fit: --apply changes a ladder: it needs --ladder ID"
+    if args.jobs is not None and args.jobs < 1:
+        return f"fit: --jobs must be at least 1, got {args.jobs}"
+    return None
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     """Fit an algorithm's parameters on the earlier part of a file (or a ladder's matches);
     compare on the rest. ``--algorithm auto`` fits every candidate and chooses."""
     if (status := _not_installed("fit", "scipy")) is not None:
         return status
-    if (args.file is None) == (args.ladder is None):
-        return _fail("fit: give a match FILE or --ladder ID (one of them)")
-    if args.apply and args.ladder is None:
-        return _fail("fit: --apply changes a ladder: it needs --ladder ID")
-    if args.jobs is not None and args.jobs < 1:
-        return _fail(f"fit: --jobs must be at least 1, got {args.jobs}")
+    if (misuse := _fit_misuse(args)) is not None:
+        return _fail(misuse)
     if args.ladder is not None:
         from app.cli.fitting import cmd_fit_ladder
 
@@ -190,7 +200,6 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if args.algorithm == AUTO:
         return _fit_auto(args)
     from app.evaluation.fit import fit
-    from app.evaluation.metrics import json_safe
 
     if args.algorithm not in NAMES:
         return _fail(
@@ -216,7 +225,14 @@ def cmd_fit(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     except (RatingInputError, ValueError) as exc:
         return _fail(f"{args.file}: {exc}")
-    seconds = time.perf_counter() - started
+    _show_fit(args, result, time.perf_counter() - started)
+    return 0
+
+
+def _show_fit(args: argparse.Namespace, result: FitResult, seconds: float) -> None:
+    """A file's fit: its JSON, or the table of the later part and the ladder params."""
+    from app.evaluation.metrics import json_safe
+
     ladder = {"algorithm": result.algorithm, "params": result.params}
     if args.format == "json":
         out = {
@@ -236,7 +252,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
             "seconds": seconds,
         }
         print(json.dumps(json_safe(out), indent=2))
-        return 0
+        return
     d, f = result.test["default"], result.test["fitted"]
     print(
         f"{args.file}: {result.name} fitted on the first {result.train_matches} matches "
@@ -259,7 +275,6 @@ def cmd_fit(args: argparse.Namespace) -> int:
         print(f"  {b.parameter} ended on its {b.side} bound {b.bound:.6g} ({edge})")
     print("ladder params:")
     print(json.dumps(ladder))
-    return 0
 
 
 def _candidates(text: str | None) -> list[str]:

@@ -7,16 +7,12 @@ import math
 from collections.abc import Sequence
 from datetime import datetime
 from functools import lru_cache
-from typing import Any
+from typing import Any, NotRequired, TypedDict, Unpack
 
 from app.domain.jsontext import compact as _encode
 from app.domain.jsontext import string as _string
 from app.domain.ladders import LadderConfig
 from app.domain.times import utc
-
-#: Compact JSON of finite numbers (one encoder, not one per call).
-
-#: A string as that encoder writes it (quoted, escaped; non-ASCII kept).
 
 
 def rfc3339(moment: datetime) -> str:
@@ -45,54 +41,87 @@ def _out(
     return {"mu": mu, "sigma": None, "conservative": mu}
 
 
+class ResultDocument(TypedDict):
+    """What a match's result document is written from. ``before`` and ``after`` are (mu,
+    sigma) lists over all participants, this match's starting at ``offset``; on a Glicko-2
+    ladder ``volatility`` (before, after) adds each side's volatility;
+    ``win_probabilities`` are the teams' stored pre-match probabilities of finishing first
+    (``app.domain.accuracy``; null when none)."""
+
+    config: LadderConfig
+    ladder_id: str
+    match_id: str
+    played_at: datetime
+    recorded_at: datetime
+    quality: float
+    teams: Sequence[Sequence[str]]
+    ranks: Sequence[int]
+    weights: Sequence[Sequence[float]] | None
+    before: tuple[list[float], list[float]]
+    after: tuple[list[float], list[float]]
+    offset: int
+    meta: dict[str, Any] | None
+    volatility: NotRequired[tuple[list[float], list[float]] | None]
+    win_probabilities: NotRequired[Sequence[float] | None]
+
+
 def with_seq(parts: tuple[str, str], seq: int) -> str:
     """A result document from :func:`result_parts` and the match's seq."""
     head, tail = parts
     return f"{head}{seq}{tail}"
 
 
-def result_parts(
-    *,
-    config: LadderConfig,
-    ladder_id: str,
-    match_id: str,
-    played_at: datetime,
-    recorded_at: datetime,
-    quality: float,
-    teams: Sequence[Sequence[str]],
-    ranks: Sequence[int],
-    weights: Sequence[Sequence[float]] | None,
-    before: tuple[list[float], list[float]],
-    after: tuple[list[float], list[float]],
-    offset: int,
-    meta: dict[str, Any] | None,
-    volatility: tuple[list[float], list[float]] | None = None,
-    win_probabilities: Sequence[float] | None = None,
-) -> tuple[str, str]:
+def result_parts(**document: Unpack[ResultDocument]) -> tuple[str, str]:
     """The match result (``schemas.MatchResult``) as JSON text, without its seq: the text
     before the seq's digits and the text after them (:func:`with_seq` joins them; the
-    database may draw the seq as it stores the match). ``before`` and ``after`` are
-    (mu, sigma) lists over all participants, this match's starting at ``offset``; on a
-    Glicko-2 ladder ``volatility`` (before, after) adds each side's volatility;
-    ``win_probabilities`` are the teams' stored pre-match probabilities of finishing first
-    (``app.domain.accuracy``; null when none). A match counts when it is rated: voiding
-    rewrites its document (``app.services.rerate``).
+    database may draw the seq as it stores the match), from the parts of
+    :class:`ResultDocument`. A match counts when it is rated: voiding rewrites its
+    document (``app.services.rerate``).
 
     The text is written directly, number by number (``repr``, as the ``json`` encoder
     writes them), rather than built as dicts and encoded: the same bytes as
     :func:`_encoded_result_parts` for about 30 % less. A number that is not finite (or
     a sum that overflows) leaves it to that encoder, which refuses or writes it."""
-    bayesian = config.bayesian
-    k_sigma = config.conservative_k
-    mu_b, sigma_b = before
-    mu_a, sigma_a = after
-    vol_b, vol_a = volatility if volatility is not None else ([], [])
+    quality = document["quality"]
+    win_probabilities = document.get("win_probabilities")
     check = quality
     if win_probabilities is not None:
         for p in win_probabilities:
             check += p
+    team_docs, check = _team_texts(document, check)
+    if not math.isfinite(check) or type(check) is not float:
+        return _encoded_result_parts(**document)
+    chances = (
+        "null"
+        if win_probabilities is None
+        else f"[{','.join([repr(p) for p in win_probabilities])}]"
+    )
+    # The keys in the schema's order: match_id, ladder, seq, then the rest.
+    return (
+        f'{{"match_id":{_string(document["match_id"])},'
+        f'"ladder":{_string(document["ladder_id"])},"seq":',
+        f',"played_at":{_json_time(document["played_at"])},'
+        f'"recorded_at":{_json_time(document["recorded_at"])},"quality":{quality!r},'
+        f'"win_probabilities":{chances},'
+        f'"teams":[{",".join(team_docs)}],"meta":{_encode(document["meta"])},'
+        '"voided":false,"voided_at":null}',
+    )
+
+
+def _team_texts(document: ResultDocument, check: float) -> tuple[list[str], float]:
+    """Each team's JSON text (its rank and its players' weights and ratings before and
+    after), and ``check`` with every number written added to it (not finite: one of them
+    is not, or their sum overflows)."""
+    config = document["config"]
+    teams, ranks, weights = document["teams"], document["ranks"], document["weights"]
+    bayesian = config.bayesian
+    k_sigma = config.conservative_k
+    mu_b, sigma_b = document["before"]
+    mu_a, sigma_a = document["after"]
+    volatility = document.get("volatility")
+    vol_b, vol_a = volatility if volatility is not None else ([], [])
     team_docs = []
-    k = offset
+    k = document["offset"]
     for j, team in enumerate(teams):
         players = []
         team_weights = weights[j] if weights is not None else None
@@ -129,63 +158,19 @@ def result_parts(
                 )
             k += 1
         team_docs.append(f'{{"rank":{ranks[j]!r},"players":[{",".join(players)}]}}')
-    if not math.isfinite(check) or type(check) is not float:
-        return _encoded_result_parts(
-            config=config,
-            ladder_id=ladder_id,
-            match_id=match_id,
-            played_at=played_at,
-            recorded_at=recorded_at,
-            quality=quality,
-            teams=teams,
-            ranks=ranks,
-            weights=weights,
-            before=before,
-            after=after,
-            offset=offset,
-            meta=meta,
-            volatility=volatility,
-            win_probabilities=win_probabilities,
-        )
-    chances = (
-        "null"
-        if win_probabilities is None
-        else f"[{','.join([repr(p) for p in win_probabilities])}]"
-    )
-    # The keys in the schema's order: match_id, ladder, seq, then the rest.
-    return (
-        f'{{"match_id":{_string(match_id)},"ladder":{_string(ladder_id)},"seq":',
-        f',"played_at":{_json_time(played_at)},'
-        f'"recorded_at":{_json_time(recorded_at)},"quality":{quality!r},'
-        f'"win_probabilities":{chances},'
-        f'"teams":[{",".join(team_docs)}],"meta":{_encode(meta)},"voided":false,'
-        '"voided_at":null}',
-    )
+    return team_docs, check
 
 
-def _encoded_result_parts(
-    *,
-    config: LadderConfig,
-    ladder_id: str,
-    match_id: str,
-    played_at: datetime,
-    recorded_at: datetime,
-    quality: float,
-    teams: Sequence[Sequence[str]],
-    ranks: Sequence[int],
-    weights: Sequence[Sequence[float]] | None,
-    before: tuple[list[float], list[float]],
-    after: tuple[list[float], list[float]],
-    offset: int,
-    meta: dict[str, Any] | None,
-    volatility: tuple[list[float], list[float]] | None = None,
-    win_probabilities: Sequence[float] | None = None,
-) -> tuple[str, str]:
+def _encoded_result_parts(**document: Unpack[ResultDocument]) -> tuple[str, str]:
     """:func:`result_parts` through the ``json`` encoder, from the document as dicts: what
     it writes for numbers that are not finite, and what the tests hold it to."""
+    config, weights = document["config"], document["weights"]
+    before, after = document["before"], document["after"]
+    volatility = document.get("volatility")
+    win_probabilities = document.get("win_probabilities")
     team_docs = []
-    k = offset
-    for j, team in enumerate(teams):
+    k = document["offset"]
+    for j, team in enumerate(document["teams"]):
         players = []
         for i, player in enumerate(team):
             players.append(
@@ -201,17 +186,17 @@ def _encoded_result_parts(
                 }
             )
             k += 1
-        team_docs.append({"rank": ranks[j], "players": players})
+        team_docs.append({"rank": document["ranks"][j], "players": players})
     # The keys in the schema's order: match_id, ladder, seq, then the rest.
-    head = _encode({"match_id": match_id, "ladder": ladder_id})
+    head = _encode({"match_id": document["match_id"], "ladder": document["ladder_id"]})
     tail = _encode(
         {
-            "played_at": rfc3339(played_at),
-            "recorded_at": rfc3339(recorded_at),
-            "quality": quality,
+            "played_at": rfc3339(document["played_at"]),
+            "recorded_at": rfc3339(document["recorded_at"]),
+            "quality": document["quality"],
             "win_probabilities": None if win_probabilities is None else list(win_probabilities),
             "teams": team_docs,
-            "meta": meta,
+            "meta": document["meta"],
             "voided": False,
             "voided_at": None,
         }

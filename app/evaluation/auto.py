@@ -361,24 +361,9 @@ def fit_auto(
         name: problem(match_file, name, train_fraction=train_fraction, params=params.get(name))
         for name in names
     }
-    workers = min(jobs, len(names))
-    told: Any = None
-    executor: Executor
-    if not (processes if processes is not None else workers > 1):
-        executor = _InProcess(
-            _Worker(
-                match_file, (lambda message: on_evaluation(*message)) if on_evaluation else None
-            )
-        )
-    else:
-        context = multiprocessing.get_context("spawn")
-        told = context.SimpleQueue()
-        executor = ProcessPoolExecutor(
-            workers,
-            mp_context=context,
-            initializer=_start_worker,
-            initargs=(_encode(match_file), told),
-        )
+    executor, told = _executor(
+        match_file, min(jobs, len(names)), processes=processes, on_evaluation=on_evaluation
+    )
     try:
         candidates = _stages(
             executor,
@@ -403,7 +388,43 @@ def fit_auto(
         test = _compare(executor, told, runs, train_fraction)
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
-    fitting = fittings[chosen.name]
+    return _auto_result(match_file, fittings[chosen.name], candidates, chosen, best_start, test)
+
+
+def _executor(
+    match_file: MatchFile,
+    workers: int,
+    *,
+    processes: bool | None,
+    on_evaluation: OnEvaluation | None,
+) -> tuple[Executor, Any]:
+    """Where the candidates run: in this process, or in ``workers`` worker processes
+    (``processes``: True even for one, False never; None: when more than one), each
+    holding the match file; and the queue their evaluations are told on (None: told
+    directly)."""
+    if not (processes if processes is not None else workers > 1):
+        told = (lambda message: on_evaluation(*message)) if on_evaluation else None
+        return _InProcess(_Worker(match_file, told)), None
+    context = multiprocessing.get_context("spawn")
+    queue = context.SimpleQueue()
+    pool = ProcessPoolExecutor(
+        workers,
+        mp_context=context,
+        initializer=_start_worker,
+        initargs=(_encode(match_file), queue),
+    )
+    return pool, queue
+
+
+def _auto_result(
+    match_file: MatchFile,
+    fitting: Problem,
+    candidates: list[Candidate],
+    chosen: Candidate,
+    best_start: Candidate,
+    test: dict[str, dict[str, Any]],
+) -> AutoResult:
+    """What :func:`fit_auto` answers: the chosen candidate's search as a fit's result."""
     found = Search(
         values={k: float(chosen.params[k]) for k in fitting.ranges},
         loss=chosen.train_loss,

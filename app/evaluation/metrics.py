@@ -110,8 +110,7 @@ def predict(
     p_first = np.full(n, np.nan)
     first_won = np.full(n, np.nan)
     losses = np.zeros(n) if pair_loss else None
-    tracked = set(track)
-    trajectories: dict[int, tuple[list[int], list[float]]] = {i: ([], []) for i in tracked}
+    trajectories: dict[int, tuple[list[int], list[float]]] = {i: ([], []) for i in track}
     unrated = 0
     win_probabilities = model.win_probabilities
     rate = model.rate
@@ -122,17 +121,7 @@ def predict(
         weights = m.weights
         shares = m.advantage
         k = len(teams)
-        # Mean team performance.
-        if weights is None:
-            strength = [sum(r[0] for r in team) for team in teams]
-        else:
-            strength = [
-                sum(w * r[0] for w, r in zip(ws, team, strict=True))
-                for ws, team in zip(weights, teams, strict=True)
-            ]
-        if shares is not None and size:
-            strength = [s + size * a for s, a in zip(strength, shares, strict=True)]
-        count = count_pairs(strength, ranks)
+        count = count_pairs(_strengths(teams, weights, shares, size), ranks)
         wrong[pos] = count.wrong
         tied[pos] = count.even
         pairs[pos] = count.pairs
@@ -152,12 +141,7 @@ def predict(
         except RatingInputError:
             unrated += 1
         else:
-            for team_idx, new_team in zip(m.teams, new, strict=True):
-                for i, r in zip(team_idx, new_team, strict=True):
-                    table[i] = r
-                    if i in tracked:
-                        trajectories[i][0].append(pos)
-                        trajectories[i][1].append(r[0])
+            _store(table, m.teams, new, pos, trajectories)
         if on_progress is not None and pos % 256 == 0:
             on_progress(pos, n)
     if on_progress is not None:
@@ -178,6 +162,43 @@ def predict(
         cpu_seconds=time.process_time() - start_cpu,
         trajectories=trajectories,
     )
+
+
+def _strengths(
+    teams: list[list[Rating]],
+    weights: Sequence[Sequence[float]] | None,
+    shares: Sequence[float] | None,
+    size: float,
+) -> list[float]:
+    """Each team's mean performance: its members' means (weighted by partial play), and
+    its share of the ladder's advantage."""
+    if weights is None:
+        strength = [sum(r[0] for r in team) for team in teams]
+    else:
+        strength = [
+            sum(w * r[0] for w, r in zip(ws, team, strict=True))
+            for ws, team in zip(weights, teams, strict=True)
+        ]
+    if shares is not None and size:
+        strength = [s + size * a for s, a in zip(strength, shares, strict=True)]
+    return strength
+
+
+def _store(
+    table: list[Rating],
+    teams: Sequence[Sequence[int]],
+    new: Sequence[Sequence[Rating]],
+    pos: int,
+    trajectories: dict[int, tuple[list[int], list[float]]],
+) -> None:
+    """The match's new ratings into ``table``; the tracked players' means into their
+    trajectories."""
+    for team, new_team in zip(teams, new, strict=True):
+        for i, r in zip(team, new_team, strict=True):
+            table[i] = r
+            if i in trajectories:
+                trajectories[i][0].append(pos)
+                trajectories[i][1].append(r[0])
 
 
 def _mask(n: int, start: int, mask: BoolArray | None) -> BoolArray:

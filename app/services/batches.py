@@ -58,17 +58,7 @@ def record_matches(
     ``MatchConflict``; a match_id twice in ``bodies`` is a ``MatchRefused``. Nothing is
     committed here: the caller's transaction is.
     """
-    first_at: dict[str, int] = {}
-    for n, body in enumerate(bodies):
-        if body.match_id is None:
-            continue
-        if body.match_id in first_at:
-            raise MatchRefused(
-                f"{label(n)}match_id: {body.match_id!r} appears twice in the batch "
-                f"(first at {label(first_at[body.match_id]).rstrip('.: ')})",
-                index=n,
-            )
-        first_at[body.match_id] = n
+    first_at = _match_id_places(bodies, label)
     # The ladder share-locked (a parameter change and its rebuild wait for the batch, and
     # it for them) and the recorded match_ids among the batch's, in one statement.
     found = recording_repo.key_and_ladder(
@@ -88,18 +78,7 @@ def record_matches(
         recorded=found.recorded,
     )
     results: list[tuple[str, bool] | None] = [None] * len(bodies)
-
-    def settle() -> None:
-        fresh = []
-        for m in entry.incoming:
-            stored = entry.recorded.get(m.match_id) if m.body.match_id is not None else None
-            if stored is None:
-                fresh.append(m)
-            else:
-                results[m.index] = (stored_answer(m, stored, label), False)
-        entry.incoming = fresh
-
-    settle()
+    _answer_recorded(entry, results, label)
     if entry.incoming:
         entry.players = sorted({p for m in entry.incoming for team in m.body.teams for p in team})
         states = lock_group_players(session, {ladder_id: entry}, now)[ladder_id]
@@ -108,11 +87,42 @@ def record_matches(
             entry.recorded = match_repo.find_matches(
                 session=session, ladder_id=ladder_id, match_ids=list(first_at)
             )
-            settle()
+            _answer_recorded(entry, results, label)
         if entry.incoming:
             for index, text in _apply(session, entry, states, now, label):
                 results[index] = (text, True)
     return [result for result in results if result is not None]
+
+
+def _match_id_places(bodies: Sequence[MatchCreate], label: Label) -> dict[str, int]:
+    """Where each match_id of a batch is (a match_id twice is a ``MatchRefused``)."""
+    first_at: dict[str, int] = {}
+    for n, body in enumerate(bodies):
+        if body.match_id is None:
+            continue
+        if body.match_id in first_at:
+            raise MatchRefused(
+                f"{label(n)}match_id: {body.match_id!r} appears twice in the batch "
+                f"(first at {label(first_at[body.match_id]).rstrip('.: ')})",
+                index=n,
+            )
+        first_at[body.match_id] = n
+    return first_at
+
+
+def _answer_recorded(
+    entry: LadderWork, results: list[tuple[str, bool] | None], label: Label
+) -> None:
+    """Answer the matches of ``entry`` recorded before with their stored results; the
+    others stay to be applied."""
+    fresh = []
+    for m in entry.incoming:
+        stored = entry.recorded.get(m.match_id) if m.body.match_id is not None else None
+        if stored is None:
+            fresh.append(m)
+        else:
+            results[m.index] = (stored_answer(m, stored, label), False)
+    entry.incoming = fresh
 
 
 def _apply(

@@ -214,6 +214,63 @@ def _replay_scope(
     matches and history rows, :data:`PROGRESS_STEP` matches at a time (``progress`` is
     told after each). Returns the ratings after, and what the matches' new predictions
     scored."""
+    table = _start_table(scope, config)
+    planned = [_planned(row) for row in scope.matches]
+    places = _seed_places(scope)
+    # Erased players' seeds, kept in the requests of the matches they came before.
+    pseudonym_seeds = erasure.seeds_at(scope.matches)
+    tally_after = Tally.zero()
+    match_updates: list[dict[str, Any]] = []
+    history_updates: list[dict[str, Any]] = []
+
+    def label(n: int) -> str:
+        return f"match {planned[n].match_id!r}: "
+
+    def write(done: int) -> None:
+        rerating_repo.update_matches(session=session, rows=match_updates)
+        rerating_repo.update_history(session=session, rows=history_updates)
+        match_updates.clear()
+        history_updates.clear()
+        progress(done, len(planned))
+
+    progress(0, len(planned))
+    steps = range(PROGRESS_STEP, len(planned), PROGRESS_STEP)
+    begin = 0
+    # Rated in runs between the places where a seed applies (and every step's end).
+    for cut in [*sorted({*places.before, *pseudonym_seeds, *steps}), len(planned)]:
+        if cut > begin:
+            rated = rate(
+                ladder=ladder,
+                config=config,
+                table=table,
+                matches=planned[begin:cut],
+                label=label,
+                start=begin,
+            )
+            tally_after.add(rated.tally(planned[begin:cut]))
+            rows, history = _rewrites(
+                ladder=ladder,
+                config=config,
+                stored=scope.matches[begin:cut],
+                planned=planned[begin:cut],
+                rated=rated,
+                match_rows=places.match_rows,
+            )
+            match_updates.extend(rows)
+            history_updates.extend(history)
+        for player, (mu, sigma, volatility) in pseudonym_seeds.get(cut, {}).items():
+            _set_rating(table, player, mu, sigma, volatility)
+        history_updates.extend(_apply_seeds(places.before.get(cut, []), table, config))
+        begin = cut
+        if len(match_updates) >= PROGRESS_STEP:
+            write(cut)
+    history_updates.extend(_apply_seeds(places.at_end, table, config))
+    write(len(planned))
+    return _Replayed(table, tally_after)
+
+
+def _start_table(scope: _Scope, config: LadderConfig) -> RatingTable:
+    """The ratings the scope's players start from, with the day of their latest match."""
     players = sorted(scope.start)
     table = RatingTable(
         players=players,
@@ -232,12 +289,23 @@ def _replay_scope(
         table.volatility = np.array(
             [scope.start_volatility.get(p) or prior for p in players], dtype=np.float64
         )
-    planned = [_planned(row) for row in scope.matches]
-    position = {row.seq: n for n, row in enumerate(scope.matches)}
-    tally_after = Tally.zero()
+    return table
 
-    # Each seed goes before the player's next re-rated match (by history id), or at the end.
-    seeds_before: dict[int, list[HistoryRow]] = {}
+
+@dataclass(frozen=True, slots=True)
+class _SeedPlaces:
+    """Where the seeds of a scope's history apply: before the match at each position (the
+    player's next re-rated match, by history id), or after the last; and each re-rated
+    (match seq, player)'s history row."""
+
+    before: dict[int, list[HistoryRow]]
+    at_end: list[HistoryRow]
+    match_rows: dict[tuple[int, str], int]
+
+
+def _seed_places(scope: _Scope) -> _SeedPlaces:
+    position = {row.seq: n for n, row in enumerate(scope.matches)}
+    before: dict[int, list[HistoryRow]] = {}
     pending: dict[str, list[HistoryRow]] = {}
     match_rows: dict[tuple[int, str], int] = {}
     for row in scope.history:
@@ -247,82 +315,44 @@ def _replay_scope(
             match_rows[(row.match_seq, row.player_id)] = row.id
             waiting = pending.pop(row.player_id, None)
             if waiting:
-                seeds_before.setdefault(position[row.match_seq], []).extend(waiting)
+                before.setdefault(position[row.match_seq], []).extend(waiting)
     at_end = [row for rows in pending.values() for row in rows]
+    return _SeedPlaces(before, at_end, match_rows)
 
-    match_updates: list[dict[str, Any]] = []
-    history_updates: list[dict[str, Any]] = []
 
-    def apply_seeds(seeds: list[HistoryRow]) -> None:
-        for seed in sorted(seeds, key=lambda row: row.id):
-            p = table.index[seed.player_id]
-            history_updates.append(
-                {
-                    "id": seed.id,
-                    "mu_before": float(table.mu[p]),
-                    "sigma_before": float(table.sigma[p]) if config.bayesian else None,
-                    "mu_after": seed.mu_after,
-                    "sigma_after": seed.sigma_after,
-                    "volatility_before": (
-                        float(table.volatility[p]) if table.volatility is not None else None
-                    ),
-                    "volatility_after": seed.volatility_after,
-                }
-            )
-            table.mu[p] = seed.mu_after
-            table.sigma[p] = seed.sigma_after or 0.0
-            if table.volatility is not None and seed.volatility_after is not None:
-                table.volatility[p] = seed.volatility_after
+def _set_rating(
+    table: RatingTable, player: str, mu: float, sigma: float | None, volatility: float | None
+) -> None:
+    p = table.index[player]
+    table.mu[p] = mu
+    table.sigma[p] = sigma or 0.0
+    if table.volatility is not None and volatility is not None:
+        table.volatility[p] = volatility
 
-    def label(n: int) -> str:
-        return f"match {planned[n].match_id!r}: "
 
-    # Erased players' seeds, kept in the requests of the matches they came before.
-    pseudonym_seeds = erasure.seeds_at(scope.matches)
-
-    def write(done: int) -> None:
-        rerating_repo.update_matches(session=session, rows=match_updates)
-        rerating_repo.update_history(session=session, rows=history_updates)
-        match_updates.clear()
-        history_updates.clear()
-        progress(done, len(planned))
-
-    progress(0, len(planned))
-    steps = range(PROGRESS_STEP, len(planned), PROGRESS_STEP)
-    begin = 0
-    for cut in [*sorted({*seeds_before, *pseudonym_seeds, *steps}), len(planned)]:
-        if cut > begin:
-            rated = rate(
-                ladder=ladder,
-                config=config,
-                table=table,
-                matches=planned[begin:cut],
-                label=label,
-                start=begin,
-            )
-            tally_after.add(rated.tally(planned[begin:cut]))
-            rows, history = _rewrites(
-                ladder=ladder,
-                config=config,
-                stored=scope.matches[begin:cut],
-                planned=planned[begin:cut],
-                rated=rated,
-                match_rows=match_rows,
-            )
-            match_updates.extend(rows)
-            history_updates.extend(history)
-        for player, (mu, sigma, volatility) in pseudonym_seeds.get(cut, {}).items():
-            table.mu[table.index[player]], table.sigma[table.index[player]] = mu, sigma or 0.0
-            if table.volatility is not None and volatility is not None:
-                table.volatility[table.index[player]] = volatility
-        if cut in seeds_before:
-            apply_seeds(seeds_before[cut])
-        begin = cut
-        if len(match_updates) >= PROGRESS_STEP:
-            write(cut)
-    apply_seeds(at_end)
-    write(len(planned))
-    return _Replayed(table, tally_after)
+def _apply_seeds(
+    seeds: list[HistoryRow], table: RatingTable, config: LadderConfig
+) -> list[dict[str, Any]]:
+    """Set each seed's rating in ``table``, in history order; the seeds' history rows, their
+    "before" now the replayed rating at their place."""
+    rows = []
+    for seed in sorted(seeds, key=lambda row: row.id):
+        p = table.index[seed.player_id]
+        rows.append(
+            {
+                "id": seed.id,
+                "mu_before": float(table.mu[p]),
+                "sigma_before": float(table.sigma[p]) if config.bayesian else None,
+                "mu_after": seed.mu_after,
+                "sigma_after": seed.sigma_after,
+                "volatility_before": (
+                    float(table.volatility[p]) if table.volatility is not None else None
+                ),
+                "volatility_after": seed.volatility_after,
+            }
+        )
+        _set_rating(table, seed.player_id, seed.mu_after, seed.sigma_after, seed.volatility_after)
+    return rows
 
 
 def _rating_row(
@@ -400,24 +430,74 @@ def void_match(
             players_affected=0,
         )
     config = ladder_config(ladder.algorithm, ladder.params)
-    seq = match.seq
     voided_players = {player for team in match.request["teams"] for player in team}
     # No match of the ladder can be recorded while it is held, so the matches read now are
     # all there are. The reached players' rows are locked too: a seed (PUT .../players/{id})
     # of one of them waits, or was committed before and is read below.
-    later = rerating_repo.matches_after(session=session, ladder_id=ladder.id, after_seq=seq)
+    later = rerating_repo.matches_after(session=session, ladder_id=ladder.id, after_seq=match.seq)
     affected, reached, joined = _closure(voided_players, later)
     states = rating_repo.lock_rating_states(
         session=session, ladder_id=ladder.id, player_ids=sorted(reached)
     )
-
     affected = erasure.carry_seeds(session=session, voided_request=match.request, affected=affected)
+    scope = _void_scope(
+        session=session,
+        ladder_id=ladder.id,
+        match=match,
+        later=later,
+        reached=reached,
+        joined=joined,
+        affected=affected,
+    )
+    latest_before = dict(scope.latest)
+    replayed = _replay_scope(
+        session=session, ladder=ladder, config=config, scope=scope, progress=progress
+    )
+    # The ladder's tally: the voided match's share out, the re-rated matches' replaced.
+    change = replayed.tally
+    change.add(_stored_tally([*affected, match]), -1)
+    accuracy.adjust(session=session, ladder_id=ladder.id, change=change)
+    _mark_voided(session=session, match=match, now=now)
+    _write_void_ratings(
+        session=session,
+        ladder_id=ladder.id,
+        config=config,
+        table=replayed.table,
+        states=states,
+        voided_players=voided_players,
+        latest_before=latest_before,
+        newest=_newest_played(affected),
+        now=now,
+    )
+    return VoidResult(
+        match_id=match.match_id,
+        ladder=ladder.id,
+        voided_at=now,
+        already_voided=False,
+        matches_rerated=len(affected),
+        players_affected=len(reached),
+    )
+
+
+def _void_scope(
+    *,
+    session: Session,
+    ladder_id: str,
+    match: Match,
+    later: list[MatchRow],
+    reached: set[str],
+    joined: dict[str, int],
+    affected: list[MatchRow],
+) -> _Scope:
+    """What a void replays: the ``affected`` matches, each reached player starting where
+    it stood before the voided match (or before the match it joined the re-rating at),
+    with the history rows from there on."""
+    seq = match.seq
     first_id = rerating_repo.first_history_id(session=session, match_seq=seq) or 0
     history = rerating_repo.history_from(
-        session=session, ladder_id=ladder.id, from_seq=seq, from_id=first_id
+        session=session, ladder_id=ladder_id, from_seq=seq, from_id=first_id
     )
-    # Where each player starts: before the voided match, or before the match it joined at.
-    start = rerating_repo.starting_ratings(session=session, ladder_id=ladder.id, match_seq=seq)
+    start = rerating_repo.starting_ratings(session=session, ladder_id=ladder_id, match_seq=seq)
     first_row: dict[str, int] = {}
     start_volatility: dict[str, float | None] = {}
     for row in history:
@@ -436,17 +516,44 @@ def void_match(
     ).items():
         start[player] = (mu, sigma)
         start_volatility[player] = volatility
-    # From each player's first re-rated row on (the voided match's own rows are not
-    # re-rated: they are deleted below).
-    scoped_history = [
-        row for row in history if row.player_id in first_row and row.id >= first_row[row.player_id]
-    ]
-    # Their latest played_at before that point: matches before the voided one, and for a
-    # player who joined later its unreached matches in between.
+    return _Scope(
+        matches=affected,
+        start=start,
+        latest=_latest_played_before(
+            session=session,
+            ladder_id=ladder_id,
+            seq=seq,
+            later=later,
+            reached=reached,
+            joined=joined,
+        ),
+        # From each player's first re-rated row on (the voided match's own rows are not
+        # re-rated: they are deleted with it).
+        history=[
+            row
+            for row in history
+            if row.player_id in first_row and row.id >= first_row[row.player_id]
+        ],
+        start_volatility=start_volatility,
+    )
+
+
+def _latest_played_before(
+    *,
+    session: Session,
+    ladder_id: str,
+    seq: int,
+    later: list[MatchRow],
+    reached: set[str],
+    joined: dict[str, int],
+) -> dict[str, datetime | None]:
+    """Each reached player's latest played_at before its re-rating starts: its matches
+    before the voided one, and for a player who joined later its unreached matches in
+    between."""
     latest: dict[str, datetime | None] = {
         player: utc(played)
         for player, played in rerating_repo.latest_played_before(
-            session=session, ladder_id=ladder.id, player_ids=sorted(reached), before_seq=seq
+            session=session, ladder_id=ladder_id, player_ids=sorted(reached), before_seq=seq
         ).items()
     }
     for earlier in later:
@@ -456,28 +563,22 @@ def void_match(
                 played = utc(earlier.played_at)
                 if previous is None or previous < played:
                     latest[player] = played
-    latest_before = dict(latest)
+    return latest
 
-    replayed = _replay_scope(
-        session=session,
-        ladder=ladder,
-        config=config,
-        scope=_Scope(
-            matches=affected,
-            start=start,
-            latest=latest,
-            history=scoped_history,
-            start_volatility=start_volatility,
-        ),
-        progress=progress,
-    )
-    table = replayed.table
-    # The ladder's tally: the voided match's share out, the re-rated matches' replaced.
-    change = replayed.tally
-    change.add(_stored_tally([*affected, match]), -1)
-    accuracy.adjust(session=session, ladder_id=ladder.id, change=change)
 
-    # The voided match: marked in its document, out of its players' history and counts.
+def _newest_played(matches: list[MatchRow]) -> dict[str, datetime]:
+    """Each player's newest played_at among ``matches``."""
+    newest: dict[str, datetime] = {}
+    for rerated in matches:
+        for player in _players(rerated):
+            played = utc(rerated.played_at)
+            if player not in newest or newest[player] < played:
+                newest[player] = played
+    return newest
+
+
+def _mark_voided(*, session: Session, match: Match, now: datetime) -> None:
+    """The voided match: marked in its document, out of its players' history."""
     document = json.loads(match.result)
     document["voided"] = True
     document["voided_at"] = rfc3339(now)
@@ -485,21 +586,31 @@ def void_match(
         session=session,
         rows=[
             {
-                "seq": seq,
+                "seq": match.seq,
                 "quality": match.quality,
                 "result": jsontext.compact(document),
                 "voided_at": now,
             }
         ],
     )
-    rerating_repo.delete_match_rows(session=session, model=RatingHistory, seqs=[seq])
+    rerating_repo.delete_match_rows(session=session, model=RatingHistory, seqs=[match.seq])
 
-    newest: dict[str, datetime] = {}
-    for rerated in affected:
-        for player in _players(rerated):
-            played = utc(rerated.played_at)
-            if player not in newest or newest[player] < played:
-                newest[player] = played
+
+def _write_void_ratings(
+    *,
+    session: Session,
+    ladder_id: str,
+    config: LadderConfig,
+    table: RatingTable,
+    states: Sequence[rating_repo.RatingState],
+    voided_players: set[str],
+    latest_before: dict[str, datetime | None],
+    newest: dict[str, datetime],
+    now: datetime,
+) -> None:
+    """The reached players' new ratings; the voided match's players lose it from their
+    match counts and latest played_at, and one whose only match it was (and who was never
+    seeded) leaves the leaderboard: it was never rated."""
     rows = []
     gone = []
     for state in states:
@@ -515,22 +626,13 @@ def void_match(
                 gone.append(player)
         rows.append(_rating_row(config, table, player, count, last, now))
     seeded = rerating_repo.players_with_adjustments(
-        session=session, ladder_id=ladder.id, player_ids=gone
+        session=session, ladder_id=ladder_id, player_ids=gone
     )
     gone = [player for player in gone if player not in seeded]
     rating_repo.update_ratings(
-        session=session, ladder_id=ladder.id, rows=[r for r in rows if r["player_id"] not in gone]
+        session=session, ladder_id=ladder_id, rows=[r for r in rows if r["player_id"] not in gone]
     )
-    # A player whose only match was voided was never rated: it leaves the leaderboard.
-    rerating_repo.delete_ratings(session=session, ladder_id=ladder.id, player_ids=gone)
-    return VoidResult(
-        match_id=match.match_id,
-        ladder=ladder.id,
-        voided_at=now,
-        already_voided=False,
-        matches_rerated=len(affected),
-        players_affected=len(reached),
-    )
+    rerating_repo.delete_ratings(session=session, ladder_id=ladder_id, player_ids=gone)
 
 
 def rebuild(

@@ -394,73 +394,21 @@ def write_recorded(
     if not matches:
         return []
     if dialect_of(session) != "postgresql" or len(matches) >= COPY_MATCHES:
-        for ladder_id in ratings:
-            versions.touch(session, ladder_id)
-        seqs = allocate_match_seqs(session=session, count=len(matches))
-        rows, members, histories = with_seqs(seqs, matches, participants, history)
-        # The ratings first: a history row refers to its player's rating (SQLite inserts
-        # a new player's here).
-        for ladder_id, update in ratings.items():
-            if dialect_of(session) == "sqlite":
-                upsert_ratings(session=session, ladder_id=ladder_id, rows=update)
-            else:
-                update_ratings(session=session, ladder_id=ladder_id, rows=update)
-        insert_values(session=session, table=MATCHES, names=MATCH_COLUMNS, values=rows)
-        insert_values(
-            session=session, table=PARTICIPANTS, names=PARTICIPANT_COLUMNS, values=members
+        return _write_by_table(
+            session=session,
+            matches=matches,
+            participants=participants,
+            history=history,
+            ratings=ratings,
+            tallies=tallies or {},
+            stripe=stripe,
         )
-        insert_values(session=session, table=HISTORY, names=HISTORY_COLUMNS, values=histories)
-        add_tallies(session=session, stripe=stripe, tallies=tallies or {})
-        return seqs
-    # Every row as JSON, which PostgreSQL reads back exactly (a float's repr is the
-    # shortest text that parses to it) and which costs far less to send than arrays of
-    # strings. The JSON columns go as their text, cast by the statement: PostgreSQL's text
-    # cannot hold every string JSON can (such as "\u0000"), but their escaped text can.
-    parameters: dict[str, Any] = {
-        "matches": jsontext.compact(
-            [
-                {
-                    "ladder_id": row[1],
-                    "match_id": row[2],
-                    "body_hash": row[3],
-                    "played_at": _iso(row[4]),
-                    "recorded_at": _iso(row[5]),
-                    "quality": row[6],
-                    "request": json_text(row[7]),
-                    "result_head": row[_RESULT][0],
-                    "result_tail": row[_RESULT][1],
-                    "win_probabilities": json_text(row[_WIN_PROBABILITIES]),
-                }
-                for row in matches
-            ]
-        )
-    }
-    # Each player of each match: its participants row and its history row as one document.
-    played = []
-    for p, h in zip(participants, history, strict=True):
-        doc = dict(zip(PARTICIPANT_COLUMNS[1:], p[1:], strict=True))
-        doc["match_id"] = matches[p[0]][_MATCH_ID]
-        doc.update(zip(_PLAYED_HISTORY, h[_PLAYED_FROM:], strict=True))
-        doc["played_at"] = _iso(doc["played_at"])
-        played.append(doc)
-    parameters["participants"] = jsontext.compact(played)
-    parameters["ratings"] = jsontext.compact(
-        [
-            {
-                "ladder_id": ladder_id,
-                **row,
-                "last_played_at": _iso(row["last_played_at"]),
-                "updated_at": _iso(row["updated_at"]),
-            }
-            for ladder_id, rows in ratings.items()
-            for row in rows
-        ]
-    )
-    parameters["tallies"] = jsontext.compact(
-        [
-            {"ladder_id": ladder_id, **dict(zip(TALLY_FIELDS, values, strict=True))}
-            for ladder_id, values in (tallies or {}).items()
-        ]
+    parameters = _recorded_as_json(
+        matches=matches,
+        participants=participants,
+        history=history,
+        ratings=ratings,
+        tallies=tallies or {},
     )
     parameters["stripe"] = stripe
     # The ladders' versions move in this statement (their last change but the commit's).
@@ -471,3 +419,90 @@ def write_recorded(
         for seq, ladder_id, match_id in session.execute(_WRITE_MATCHES_SQL, parameters)
     }
     return [drawn[row[1], row[2]] for row in matches]
+
+
+def _write_by_table(
+    *,
+    session: Session,
+    matches: Sequence[Sequence[Any]],
+    participants: Sequence[Sequence[Any]],
+    history: Sequence[Sequence[Any]],
+    ratings: Mapping[str, Sequence[dict[str, Any]]],
+    tallies: Mapping[str, Sequence[int]],
+    stripe: int,
+) -> list[int]:
+    """:func:`write_recorded` a statement per table (SQLite; PostgreSQL's ``COPY``)."""
+    for ladder_id in ratings:
+        versions.touch(session, ladder_id)
+    seqs = allocate_match_seqs(session=session, count=len(matches))
+    rows, members, histories = with_seqs(seqs, matches, participants, history)
+    # The ratings first: a history row refers to its player's rating (SQLite inserts a
+    # new player's here).
+    for ladder_id, update in ratings.items():
+        if dialect_of(session) == "sqlite":
+            upsert_ratings(session=session, ladder_id=ladder_id, rows=update)
+        else:
+            update_ratings(session=session, ladder_id=ladder_id, rows=update)
+    insert_values(session=session, table=MATCHES, names=MATCH_COLUMNS, values=rows)
+    insert_values(session=session, table=PARTICIPANTS, names=PARTICIPANT_COLUMNS, values=members)
+    insert_values(session=session, table=HISTORY, names=HISTORY_COLUMNS, values=histories)
+    add_tallies(session=session, stripe=stripe, tallies=tallies)
+    return seqs
+
+
+def _recorded_as_json(
+    *,
+    matches: Sequence[Sequence[Any]],
+    participants: Sequence[Sequence[Any]],
+    history: Sequence[Sequence[Any]],
+    ratings: Mapping[str, Sequence[dict[str, Any]]],
+    tallies: Mapping[str, Sequence[int]],
+) -> dict[str, Any]:
+    """The parameters of :data:`_WRITE_MATCHES_SQL`: every row as JSON, which PostgreSQL
+    reads back exactly (a float's repr is the shortest text that parses to it) and which
+    costs far less to send than arrays of strings. The JSON columns go as their text, cast
+    by the statement: PostgreSQL's text cannot hold every string JSON can (such as
+    "\\u0000"), but their escaped text can."""
+    match_docs = [
+        {
+            "ladder_id": row[1],
+            "match_id": row[2],
+            "body_hash": row[3],
+            "played_at": _iso(row[4]),
+            "recorded_at": _iso(row[5]),
+            "quality": row[6],
+            "request": json_text(row[7]),
+            "result_head": row[_RESULT][0],
+            "result_tail": row[_RESULT][1],
+            "win_probabilities": json_text(row[_WIN_PROBABILITIES]),
+        }
+        for row in matches
+    ]
+    # Each player of each match: its participants row and its history row as one document.
+    played = []
+    for p, h in zip(participants, history, strict=True):
+        doc = dict(zip(PARTICIPANT_COLUMNS[1:], p[1:], strict=True))
+        doc["match_id"] = matches[p[0]][_MATCH_ID]
+        doc.update(zip(_PLAYED_HISTORY, h[_PLAYED_FROM:], strict=True))
+        doc["played_at"] = _iso(doc["played_at"])
+        played.append(doc)
+    rating_docs = [
+        {
+            "ladder_id": ladder_id,
+            **row,
+            "last_played_at": _iso(row["last_played_at"]),
+            "updated_at": _iso(row["updated_at"]),
+        }
+        for ladder_id, rows in ratings.items()
+        for row in rows
+    ]
+    tally_docs = [
+        {"ladder_id": ladder_id, **dict(zip(TALLY_FIELDS, values, strict=True))}
+        for ladder_id, values in tallies.items()
+    ]
+    return {
+        "matches": jsontext.compact(match_docs),
+        "participants": jsontext.compact(played),
+        "ratings": jsontext.compact(rating_docs),
+        "tallies": jsontext.compact(tally_docs),
+    }
