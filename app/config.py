@@ -48,6 +48,8 @@ READ_NAMES = (
     "ladder",
     "leaderboard",
     "player",
+    "seasons",
+    "season_leaderboard",
     "history",
     "matches",
     "match",

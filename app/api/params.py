@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from app.domain.documents.matchmaking import MatchmakingRequest
 from app.domain.documents.predictions import QualityRequest
+from app.domain.documents.seasons import MAX_SEASON_ID
 from app.domain.documents.shared import (
     DEFAULT_PAGE,
     ID_PATTERN,
@@ -37,12 +38,17 @@ def _id_path(description: str) -> Any:
 
 PlayerIdPath = Annotated[str, _id_path("The player id.")]
 MatchIdPath = Annotated[str, _id_path("The match id.")]
+SeasonPath = Annotated[
+    str,
+    Path(min_length=1, max_length=MAX_SEASON_ID, pattern=ID_PATTERN, description="The season id."),
+]
 
 #: The path parameters of the API's routes, by name.
 PATH_PARAMS: dict[str, Any] = {
     "ladder": LadderPath,
     "player_id": PlayerIdPath,
     "match_id": MatchIdPath,
+    "season": SeasonPath,
 }
 
 # -- the queries -------------------------------------------------------------------------------

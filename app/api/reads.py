@@ -68,9 +68,10 @@ from app.domain.documents.matches import MatchPage, MatchResult
 from app.domain.documents.matchmaking import MatchmakingOut, MatchmakingRequest
 from app.domain.documents.players import HistoryPage, LeaderboardPage, PlayerOut
 from app.domain.documents.predictions import QualityOut, QualityRequest
+from app.domain.documents.seasons import SeasonPage
 from app.domain.ladders import LADDER_ID
 from app.errors import InvalidInput, NotFound
-from app.services import accuracy, ladders, matches, players, predictions
+from app.services import accuracy, ladders, matches, players, predictions, seasons
 from app.services.auth import check_key, hash_key, use_due
 from app.services.matchmaking import matchmake
 from app.storage import unit_of_work, versions
@@ -220,6 +221,30 @@ READS: tuple[Read, ...] = (
         "A player's rating",
         "players",
         direct=players.player_bodies,
+    ),
+    Read(
+        "seasons",
+        "/v1/ladders/{ladder}/seasons",
+        "list_seasons",
+        seasons.list_seasons,
+        SeasonPage,
+        "The ladder's seasons, newest first",
+        "seasons",
+        query=PageQuery,
+    ),
+    Read(
+        "season_leaderboard",
+        "/v1/ladders/{ladder}/seasons/{season}/leaderboard",
+        "season_leaderboard",
+        seasons.standings,
+        LeaderboardPage,
+        "A closed season's final standings, best first",
+        "seasons",
+        query=PageQuery,
+        description="The archive of a closed season: every player rated when the next "
+        "season opened, with the rating the reset started from, the season's matches "
+        "that count and the rank among them, paged like the leaderboard. The current "
+        "season has no archive yet (409): its standings are the leaderboard.",
     ),
     Read(
         "history",

@@ -3,7 +3,16 @@
 
 from fastapi import APIRouter
 
-from app.api import fitting, jobs, ladders, matches, matchmaking, players, predictions
+from app.api import (
+    fitting,
+    jobs,
+    ladders,
+    matches,
+    matchmaking,
+    players,
+    predictions,
+    seasons,
+)
 from app.api.reads import read_routes
 
 api_router = APIRouter()
@@ -11,6 +20,7 @@ for router in (
     ladders.router,
     matches.router,
     players.router,
+    seasons.router,
     predictions.router,
     matchmaking.router,
     fitting.router,

@@ -1,7 +1,8 @@
 """The ``ratings`` command: serve the API, migrate the database, manage API keys, make,
-list, import into and rebuild ladders, evaluate and fit rating algorithms. One module per
-command group: ``server`` (serve, migrate), ``keys``, ``ladders`` (ladders create and list,
-import, rebuild) and, from ``app.cli.evaluate``, evaluate and fit.
+list, import into and rebuild ladders, open their seasons, evaluate and fit rating
+algorithms. One module per command group: ``server`` (serve, migrate), ``keys``,
+``ladders`` (ladders create and list, import, rebuild), ``seasons`` (list, start) and, from
+``app.cli.evaluate``, evaluate and fit.
 
 Settings come from ``RATINGS_*`` environment variables (see ``app/config.py``);
 ``--database-url`` overrides ``RATINGS_DATABASE_URL`` for one command. Without either, the
@@ -16,7 +17,7 @@ import os
 from collections.abc import Callable, Sequence
 from functools import partial
 
-from app.cli import keys, ladders, server
+from app.cli import keys, ladders, seasons, server
 from app.cli.base import report_errors
 from app.cli.evaluate import add_parsers as add_evaluation_parsers
 from app.config import default_database_url, get_settings
@@ -40,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     server.add_parsers(commands)  # serve, migrate
     keys.add_parsers(commands)  # keys create, list, revoke
     ladders.add_parsers(commands)  # ladders create, list; import, rebuild
+    seasons.add_parsers(commands)  # seasons list, start
     add_evaluation_parsers(commands)  # evaluate, fit
     return parser
 

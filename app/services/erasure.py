@@ -42,6 +42,7 @@ from app.storage.repositories import jobs as job_repo
 from app.storage.repositories import ladders as ladder_repo
 from app.storage.repositories import ratings as rating_repo
 from app.storage.repositories import rerating as rerating_repo
+from app.storage.repositories import seasons as season_repo
 from app.storage.repositories.rerating import MatchRow
 
 
@@ -91,7 +92,13 @@ def erase_player(*, session: Session, ladder: Ladder, player_id: str) -> Erasure
     # has left): those blocks merge into the ones before them, before the rating goes.
     blocks.forget_fences(session, ladder_id=ladder.id, player_id=player_id)
     if rating is not None:
+        # Their archived standings go with the rating; the others of those seasons move up.
+        archived = season_repo.seasons_of_players(
+            session=session, ladder_id=ladder.id, player_ids=[player_id]
+        )
         rerating_repo.delete_ratings(session=session, ladder_id=ladder.id, player_ids=[player_id])
+        for season in sorted(archived):
+            season_repo.rerank(session=session, ladder_id=ladder.id, season=season)
     return ErasureResult(
         ladder=ladder.id,
         player_id=player_id,
@@ -114,15 +121,18 @@ def _pseudonymise_jobs(session: Session, ladder_id: str, *, old: str, new: str) 
 
 def _seeds_before_matches(changes: Sequence[erasure_repo.ChangeRow]) -> dict[int, Seed]:
     """For each match (by seq) that a seed came before (since the player's previous match),
-    the latest such seeded rating: what a replay must set the pseudonym to there."""
+    the latest such seeded rating, carried through the season resets after it: what a
+    replay must set the pseudonym to there. (A reset with no seed before it is replayed
+    from the pseudonym's rating at the season's start, as every player's.)"""
     out: dict[int, Seed] = {}
     pending: Seed | None = None
     for change in changes:
-        if change.match_seq is None:
+        if change.match_seq is not None:
+            if pending is not None:
+                out[change.match_seq] = pending
+                pending = None
+        elif not change.reset or pending is not None:
             pending = (change.mu_after, change.sigma_after, change.volatility_after)
-        elif pending is not None:
-            out[change.match_seq] = pending
-            pending = None
     return out
 
 

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from app.domain.cursors import decode_cursor, encode_cursor
 from app.domain.documents.ladders import LadderCreate, LadderDeleted, LadderOut, LadderPage
+from app.domain.documents.seasons import FIRST_SEASON
 from app.domain.ladders import (
     LADDER_ID,
     bucket_width,
@@ -36,6 +37,7 @@ def create_ladder(*, session: Session, body: LadderCreate, now: datetime) -> tup
             description=body.description,
             created_at=now,
             bucket_width=bucket_width(body.algorithm, params),
+            season=FIRST_SEASON,
         )
         try:
             ladder_repo.add_ladder(session=session, ladder=ladder)
@@ -126,3 +128,25 @@ def delete_ladder(*, session: Session, ladder: Ladder) -> LadderDeleted:
         matches=removed.matches,
         history_entries=removed.history,
     )
+
+
+def hold_ladder(*, session: Session, ladder_id: str, patient: bool = False) -> Ladder:
+    """The ladder, held by this transaction alone until it ends: the first step of every
+    re-rating (void, rebuild, new parameters) and erasure, before it reads anything else.
+
+    On PostgreSQL the ladder's row is locked ``FOR UPDATE``. Recording a match share-locks
+    that row first of all (``recording_repo.key_and_ladder``), as does seeding a rating, so
+    re-ratings of one ladder run one after the other, each waits for the matches in flight
+    and new matches wait for it; every writer takes the ladder before any rating row, so
+    the two cannot deadlock. On SQLite the transaction holds the database already.
+
+    A request waits for the ladder at most the statement timeout (then 503 with
+    ``Retry-After``); a job (``patient``) waits its turn behind the others. Once it holds
+    the ladder the statement timeout is lifted: re-rating a large ladder legitimately
+    takes longer than a request's statement.
+    """
+    ladder = ladder_repo.hold_ladder_row(session=session, ladder_id=ladder_id, patient=patient)
+    if ladder is None:
+        raise NotFound(f"ladder: no ladder {ladder_id[:64]!r}")
+    rerating_repo.lift_statement_timeout(session=session)
+    return ladder

@@ -26,6 +26,7 @@ from app.domain.ladders import (
 from app.domain.times import utc
 from app.errors import InvalidInput, NotFound
 from app.rating.base import Rating
+from app.services.seasons import seasons_of
 from app.storage.models import Ladder, PlayerRating, RatingHistory
 from app.storage.repositories import ladders as ladder_repo
 from app.storage.repositories import matches as match_repo
@@ -103,10 +104,12 @@ def _player_view(
         min_matches=0,
         own_writes=own_writes,
     )
-    return _player_out(ladder.id, row, ahead)
+    return _player_out(ladder.id, row, ahead, ladder.season)
 
 
-def _player_out(ladder_id: str, row: PlayerRating | rating_repo.RatingRow, ahead: int) -> PlayerOut:
+def _player_out(
+    ladder_id: str, row: PlayerRating | rating_repo.RatingRow, ahead: int, season: str
+) -> PlayerOut:
     return PlayerOut(
         ladder=ladder_id,
         player_id=row.player_id,
@@ -117,6 +120,7 @@ def _player_out(ladder_id: str, row: PlayerRating | rating_repo.RatingRow, ahead
         matches=row.matches,
         last_played_at=utc(row.last_played_at) if row.last_played_at else None,
         volatility=row.volatility,
+        season=season,
     )
 
 
@@ -147,8 +151,8 @@ def player_bodies(
         if player is None:
             bodies.append(unknown_player(ladder_id, player_id))
         else:
-            row, ahead = player
-            bodies.append(_player_out(ladder_id, row, ahead).model_dump_json().encode())
+            row, ahead, season = player
+            bodies.append(_player_out(ladder_id, row, ahead, season).model_dump_json().encode())
     return bodies
 
 
@@ -239,8 +243,10 @@ def player_history(
     )
     more = len(rows) > limit
     rows = rows[:limit]
+    seasons = seasons_of(session=session, ladder_id=ladder.id)
     entries = [
         HistoryEntry(
+            season=seasons.of_history(row.id).id,
             kind=row.kind,
             match_id=row.match_id,
             played_at=utc(row.played_at),

@@ -14,10 +14,11 @@ Time away (``tau_per_day``) still runs from the player's latest match across a s
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -35,15 +36,24 @@ from app.domain.results import result_parts, rfc3339, with_seq
 from app.domain.times import utc
 from app.errors import Conflict, NotFound
 from app.services import accuracy, erasure
-from app.services.ladders import ladder_view
+from app.services.ladders import hold_ladder, ladder_view
 from app.services.rating import Planned, Rated, RatingTable, day_of, rate
 from app.services.recording import history_rows
+from app.services.seasons import (
+    Seasons,
+    refresh_played,
+    reset_values,
+    rewrite_standings,
+    seasons_of,
+)
 from app.storage.models import Ladder, Match, RatingHistory
 from app.storage.repositories import ladders as ladder_repo
 from app.storage.repositories import matches as match_repo
 from app.storage.repositories import ratings as rating_repo
 from app.storage.repositories import rerating as rerating_repo
+from app.storage.repositories import seasons as season_repo
 from app.storage.repositories.rerating import HistoryRow, MatchRow
+from app.storage.repositories.seasons import SeasonRow
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,28 +67,9 @@ class _Scope:
     history: list[HistoryRow]
     #: Glicko-2: the volatility each player starts from (missing: the prior's).
     start_volatility: dict[str, float | None] = field(default_factory=dict)
-
-
-def hold_ladder(*, session: Session, ladder_id: str, patient: bool = False) -> Ladder:
-    """The ladder, held by this transaction alone until it ends: the first step of every
-    re-rating (void, rebuild, new parameters) and erasure, before it reads anything else.
-
-    On PostgreSQL the ladder's row is locked ``FOR UPDATE``. Recording a match share-locks
-    that row first of all (``recording_repo.key_and_ladder``), as does seeding a rating, so
-    re-ratings of one ladder run one after the other, each waits for the matches in flight
-    and new matches wait for it; every writer takes the ladder before any rating row, so
-    the two cannot deadlock. On SQLite the transaction holds the database already.
-
-    A request waits for the ladder at most the statement timeout (then 503 with
-    ``Retry-After``); a job (``patient``) waits its turn behind the others. Once it holds
-    the ladder the statement timeout is lifted: re-rating a large ladder legitimately
-    takes longer than a request's statement.
-    """
-    ladder = ladder_repo.hold_ladder_row(session=session, ladder_id=ladder_id, patient=patient)
-    if ladder is None:
-        raise NotFound(f"ladder: no ladder {ladder_id[:64]!r}")
-    rerating_repo.lift_statement_timeout(session=session)
-    return ladder
+    #: Each pseudonym's rating counts from the match of this seq on: a season that opens
+    #: after it resets it (a player's resets are history rows; a pseudonym has none).
+    rated_from: dict[str, int] = field(default_factory=dict)
 
 
 def _planned(row: MatchRow) -> Planned:
@@ -183,11 +174,12 @@ def _rewrites(
 
 @dataclass(frozen=True, slots=True)
 class _Replayed:
-    """What a replay left: the ratings after, and what the re-rated matches' new
-    predictions scored."""
+    """What a replay left: the ratings after, what the re-rated matches' new predictions
+    scored, and the reset entries it rewrote (rows of ``rating_history``)."""
 
     table: RatingTable
     tally: Tally
+    resets: list[dict[str, Any]]
 
 
 def _stored_tally(matches: Sequence[MatchRow | Match]) -> Tally:
@@ -208,17 +200,21 @@ def _replay_scope(
     ladder: Ladder,
     config: LadderConfig,
     scope: _Scope,
+    seasons: Seasons,
     progress: Progress,
 ) -> _Replayed:
-    """Replay the scope's matches over its players, seeds at their places, and rewrite the
-    matches and history rows, :data:`PROGRESS_STEP` matches at a time (``progress`` is
-    told after each). Returns the ratings after, and what the matches' new predictions
-    scored."""
+    """Replay the scope's matches over its players, seeds and season resets at their
+    places, and rewrite the matches and history rows, :data:`PROGRESS_STEP` matches at a
+    time (``progress`` is told after each). Returns the ratings after, what the matches'
+    new predictions scored, and the reset entries rewritten."""
     table = _start_table(scope, config)
     planned = [_planned(row) for row in scope.matches]
     places = _seed_places(scope)
-    # Erased players' seeds, kept in the requests of the matches they came before.
+    # Erased players' seeds, kept in the requests of the matches they came before, and the
+    # seasons that open between their matches.
     pseudonym_seeds = erasure.seeds_at(scope.matches)
+    openings = _openings(scope, seasons)
+    resets: list[dict[str, Any]] = []
     tally_after = Tally.zero()
     match_updates: list[dict[str, Any]] = []
     history_updates: list[dict[str, Any]] = []
@@ -237,7 +233,7 @@ def _replay_scope(
     steps = range(PROGRESS_STEP, len(planned), PROGRESS_STEP)
     begin = 0
     # Rated in runs between the places where a seed applies (and every step's end).
-    for cut in [*sorted({*places.before, *pseudonym_seeds, *steps}), len(planned)]:
+    for cut in [*sorted({*places.before, *pseudonym_seeds, *openings, *steps}), len(planned)]:
         if cut > begin:
             rated = rate(
                 ladder=ladder,
@@ -258,15 +254,47 @@ def _replay_scope(
             )
             match_updates.extend(rows)
             history_updates.extend(history)
+        for season in openings.get(cut, []):
+            _reset_pseudonyms(table, config, season, scope.rated_from)
         for player, (mu, sigma, volatility) in pseudonym_seeds.get(cut, {}).items():
             _set_rating(table, player, mu, sigma, volatility)
-        history_updates.extend(_apply_seeds(places.before.get(cut, []), table, config))
+        history_updates.extend(
+            _apply_seeds(places.before.get(cut, []), table, config, seasons, resets)
+        )
         begin = cut
         if len(match_updates) >= PROGRESS_STEP:
             write(cut)
-    history_updates.extend(_apply_seeds(places.at_end, table, config))
+    history_updates.extend(_apply_seeds(places.at_end, table, config, seasons, resets))
     write(len(planned))
-    return _Replayed(table, tally_after)
+    return _Replayed(table, tally_after, resets)
+
+
+def _openings(scope: _Scope, seasons: Seasons) -> dict[int, list[SeasonRow]]:
+    """Where the seasons that open between the scope's matches fall, by the place of the
+    first match after each (only where a pseudonym is replayed: a player's resets are its
+    history rows)."""
+    if not scope.rated_from or len(seasons.rows) == 1:
+        return {}
+    seqs = [row.seq for row in scope.matches]
+    out: dict[int, list[SeasonRow]] = {}
+    for season in seasons.rows[1:]:
+        place = bisect.bisect_left(seqs, season.first_seq)
+        if 0 < place < len(seqs):
+            out.setdefault(place, []).append(season)
+    return out
+
+
+def _reset_pseudonyms(
+    table: RatingTable, config: LadderConfig, season: SeasonRow, rated_from: dict[str, int]
+) -> None:
+    """The soft reset of ``season`` for every pseudonym already rated when it opened."""
+    players = [p for p, seq in rated_from.items() if seq < season.first_seq]
+    if not players:
+        return
+    where = np.array([table.index[p] for p in players], dtype=np.intp)
+    mu, sigma = reset_values(config, table.mu[where], table.sigma[where], season.keep)
+    table.mu[where] = mu
+    table.sigma[where] = sigma if config.bayesian else table.sigma[where]
 
 
 def _start_table(scope: _Scope, config: LadderConfig) -> RatingTable:
@@ -309,7 +337,7 @@ def _seed_places(scope: _Scope) -> _SeedPlaces:
     pending: dict[str, list[HistoryRow]] = {}
     match_rows: dict[tuple[int, str], int] = {}
     for row in scope.history:
-        if row.kind == "adjustment":
+        if row.kind != "match":
             pending.setdefault(row.player_id, []).append(row)
         elif row.match_seq is not None and row.match_seq in position:
             match_rows[(row.match_seq, row.player_id)] = row.id
@@ -331,27 +359,39 @@ def _set_rating(
 
 
 def _apply_seeds(
-    seeds: list[HistoryRow], table: RatingTable, config: LadderConfig
+    seeds: list[HistoryRow],
+    table: RatingTable,
+    config: LadderConfig,
+    seasons: Seasons,
+    resets: list[dict[str, Any]],
 ) -> list[dict[str, Any]]:
-    """Set each seed's rating in ``table``, in history order; the seeds' history rows, their
-    "before" now the replayed rating at their place."""
+    """Apply each seed (its rating set) and season reset (the rating pulled toward the
+    prior by its season's ``keep``) in ``table``, in history order; their history rows,
+    their "before" now the replayed rating at their place (a reset's "after" too; its
+    rows are also added to ``resets``)."""
     rows = []
     for seed in sorted(seeds, key=lambda row: row.id):
         p = table.index[seed.player_id]
-        rows.append(
-            {
-                "id": seed.id,
-                "mu_before": float(table.mu[p]),
-                "sigma_before": float(table.sigma[p]) if config.bayesian else None,
-                "mu_after": seed.mu_after,
-                "sigma_after": seed.sigma_after,
-                "volatility_before": (
-                    float(table.volatility[p]) if table.volatility is not None else None
-                ),
-                "volatility_after": seed.volatility_after,
-            }
-        )
-        _set_rating(table, seed.player_id, seed.mu_after, seed.sigma_after, seed.volatility_after)
+        before = (float(table.mu[p]), float(table.sigma[p]))
+        volatility = float(table.volatility[p]) if table.volatility is not None else None
+        after = (seed.mu_after, seed.sigma_after, seed.volatility_after)
+        if seed.reset:
+            keep = seasons.opened_by(seed.id).keep
+            mu, sigma = reset_values(config, table.mu[p : p + 1], table.sigma[p : p + 1], keep)
+            after = (float(mu[0]), float(sigma[0]) if config.bayesian else None, volatility)
+        row = {
+            "id": seed.id,
+            "mu_before": before[0],
+            "sigma_before": before[1] if config.bayesian else None,
+            "mu_after": after[0],
+            "sigma_after": after[1],
+            "volatility_before": volatility,
+            "volatility_after": after[2],
+        }
+        rows.append(row)
+        if seed.reset:
+            resets.append({**row, "player_id": seed.player_id})
+        _set_rating(table, seed.player_id, *after)
     return rows
 
 
@@ -449,9 +489,18 @@ def void_match(
         joined=joined,
         affected=affected,
     )
+    seasons = seasons_of(session=session, ladder_id=ladder.id)
+    scope = _unrated_resets_out(
+        session=session, ladder_id=ladder.id, scope=scope, match=match, seasons=seasons
+    )
     latest_before = dict(scope.latest)
     replayed = _replay_scope(
-        session=session, ladder=ladder, config=config, scope=scope, progress=progress
+        session=session,
+        ladder=ladder,
+        config=config,
+        scope=scope,
+        seasons=seasons,
+        progress=progress,
     )
     # The ladder's tally: the voided match's share out, the re-rated matches' replaced.
     change = replayed.tally
@@ -468,6 +517,20 @@ def void_match(
         latest_before=latest_before,
         newest=_newest_played(affected),
         now=now,
+    )
+    rewrite_standings(
+        session=session,
+        ladder_id=ladder.id,
+        config=config,
+        seasons=seasons,
+        resets=replayed.resets,
+    )
+    refresh_played(
+        session=session,
+        ladder_id=ladder.id,
+        seasons=seasons,
+        from_seq=match.seq,
+        player_ids=sorted(p for p in voided_players if not is_pseudonym(p)),
     )
     return VoidResult(
         match_id=match.match_id,
@@ -516,17 +579,18 @@ def _void_scope(
     ).items():
         start[player] = (mu, sigma)
         start_volatility[player] = volatility
+    latest = _latest_played_before(
+        session=session,
+        ladder_id=ladder_id,
+        seq=seq,
+        later=later,
+        reached=reached,
+        joined=joined,
+    )
     return _Scope(
         matches=affected,
         start=start,
-        latest=_latest_played_before(
-            session=session,
-            ladder_id=ladder_id,
-            seq=seq,
-            later=later,
-            reached=reached,
-            joined=joined,
-        ),
+        latest=latest,
         # From each player's first re-rated row on (the voided match's own rows are not
         # re-rated: they are deleted with it).
         history=[
@@ -535,7 +599,59 @@ def _void_scope(
             if row.player_id in first_row and row.id >= first_row[row.player_id]
         ],
         start_volatility=start_volatility,
+        rated_from=_pseudonyms_rated_from(seq, reached, joined, latest, affected),
     )
+
+
+def _pseudonyms_rated_from(
+    seq: int,
+    reached: set[str],
+    joined: dict[str, int],
+    latest: dict[str, datetime | None],
+    affected: list[MatchRow],
+) -> dict[str, int]:
+    """From which match on each pseudonym a void reaches counts as rated (a season opening
+    after it resets it): where it joined the re-rating, or the voided match if it played
+    a match that counts before that, else its first re-rated match."""
+    out: dict[str, int] = {}
+    for player in sorted(p for p in reached if is_pseudonym(p)):
+        if player in joined:
+            out[player] = joined[player]
+        elif latest.get(player) is not None:
+            out[player] = seq
+        else:
+            out[player] = next((row.seq for row in affected if player in _players(row)), MAX_SEQ)
+    return out
+
+
+#: Past every match seq.
+MAX_SEQ = 2**63 - 1
+
+
+def _unrated_resets_out(
+    *, session: Session, ladder_id: str, scope: _Scope, match: Match, seasons: Seasons
+) -> _Scope:
+    """A reset entry of a player whose only rating before it came from the voided match
+    goes (with the player's archived standing it closed): without that match the player
+    was not rated when the season opened. The scope without those entries."""
+    if len(seasons.rows) == 1:
+        return scope
+    players = sorted({p for team in match.request["teams"] for p in team if not is_pseudonym(p)})
+    unrated = season_repo.leading_resets(
+        session=session, ladder_id=ladder_id, player_ids=players, ignoring_seq=match.seq
+    )
+    if not unrated:
+        return scope
+    for reset in unrated:
+        season_repo.delete_standings(
+            session=session,
+            ladder_id=ladder_id,
+            season=seasons.opened_by(reset.id).ordinal - 1,
+            player_ids=[reset.player_id],
+        )
+    gone = {reset.id for reset in unrated}
+    season_repo.delete_history_rows(session=session, ids=sorted(gone))
+    return replace(scope, history=[row for row in scope.history if row.id not in gone])
 
 
 def _latest_played_before(
@@ -656,12 +772,28 @@ def rebuild(
     prior = config.model.rating()
     start = {state.player_id: (prior.mu, config.stored_sigma(prior)) for state in states}
     start.update(erasure.pseudonym_priors(matches, (prior.mu, config.stored_sigma(prior))))
+    seasons = seasons_of(session=session, ladder_id=ladder.id)
+    rated_from: dict[str, int] = {}
+    for row in matches:
+        for player in _players(row):
+            if is_pseudonym(player):
+                rated_from.setdefault(player, row.seq)
     replayed = _replay_scope(
         session=session,
         ladder=ladder,
         config=config,
-        scope=_Scope(matches=matches, start=start, latest={}, history=history),
+        scope=_Scope(
+            matches=matches, start=start, latest={}, history=history, rated_from=rated_from
+        ),
+        seasons=seasons,
         progress=progress,
+    )
+    rewrite_standings(
+        session=session,
+        ladder_id=ladder.id,
+        config=config,
+        seasons=seasons,
+        resets=replayed.resets,
     )
     table = replayed.table
     accuracy.replace(session=session, ladder_id=ladder.id, tally=replayed.tally)

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     CheckConstraint,
     Column,
     DateTime,
@@ -31,6 +32,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
     text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -87,6 +89,8 @@ class Ladder(Base):
     #: The width of a rating bucket (a power of two), chosen once at creation from the
     #: model's scale; it only tunes how fast ranks are found, never what they are.
     bucket_width: Mapped[float] = mapped_column(Float, server_default=text("1.0"))
+    #: The id of the current season (``seasons``): the first is "1" unless named.
+    season: Mapped[str] = mapped_column(String(64), server_default=text("'1'"))
 
 
 class PlayerRating(Base):
@@ -306,6 +310,62 @@ class RatingHistory(Base):
     #: Glicko-2's volatility before and after; NULL for every other algorithm.
     volatility_before: Mapped[float | None] = mapped_column(Float, nullable=True)
     volatility_after: Mapped[float | None] = mapped_column(Float, nullable=True)
+    #: A season's soft reset (no match): the player's rating carried into the season.
+    reset: Mapped[bool] = mapped_column(Boolean, server_default=false())
+
+
+class Season(Base):
+    """One season of a ladder, in order (``ordinal`` from 1). It holds the matches with seq
+    from ``first_seq`` and the history rows with id from ``first_history_id``, up to the
+    next season's: both drawn while its opening held the ladder alone. ``keep`` is the soft
+    reset's factor that opened it (``app.rating.base.soft_reset``); the first season's is
+    1 (nothing to reset)."""
+
+    __tablename__ = "seasons"
+    __table_args__ = (
+        CheckConstraint("keep >= 0 AND keep <= 1", name="keep"),
+        UniqueConstraint("ladder_id", "id", name="uq_seasons_ladder_id"),
+    )
+
+    ladder_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("ladders.id", ondelete="CASCADE"), primary_key=True
+    )
+    ordinal: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    id: Mapped[str] = mapped_column(String(64))
+    keep: Mapped[float] = mapped_column(Float)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    first_seq: Mapped[int] = mapped_column(BigInteger)
+    first_history_id: Mapped[int] = mapped_column(BigInteger)
+
+
+class SeasonStanding(Base):
+    """A player's final standing in a closed season: the rating the next season's reset
+    started from (its history row's "before"), the season's counted matches, and the rank
+    among the season's players (conservative rating, highest first; ties by player id).
+    A re-rating that reaches the reset rewrites it."""
+
+    __tablename__ = "season_standings"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["ladder_id", "player_id"],
+            ["ratings.ladder_id", "ratings.player_id"],
+            ondelete="CASCADE",
+            name="fk_season_standings_player_ratings",
+        ),
+        Index("ix_season_standings_rank", "ladder_id", "season", "rank"),
+    )
+
+    ladder_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    season: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    player_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    rank: Mapped[int] = mapped_column(BigInteger)
+    mu: Mapped[float] = mapped_column(Float)
+    sigma: Mapped[float | None] = mapped_column(Float, nullable=True)
+    conservative: Mapped[float] = mapped_column(Float)
+    volatility: Mapped[float | None] = mapped_column(Float, nullable=True)
+    matches: Mapped[int] = mapped_column(Integer)
+    last_played_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
 class ApiKey(Base):

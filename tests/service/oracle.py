@@ -3,6 +3,7 @@ service's ratings, history and results must equal after batches, voids and rebui
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -34,8 +35,24 @@ class Replayed:
     changes: dict[str, dict[str, tuple[Rating, Rating]]] = field(default_factory=dict)
 
 
+def soft_reset(rating: Rating, prior: Rating, keep: float, *, elo: bool) -> Rating:
+    """``rating-models.md`` section 8, written out: mu' = mu0 + f (mu - mu0), sigma'^2 =
+    f sigma^2 + (1 - f) sigma0^2 (Elo: the rating alone; Glicko-2 keeps its volatility)."""
+    if keep == 1.0:
+        return rating
+    mu = prior.mu if keep == 0.0 else prior.mu + keep * (rating.mu - prior.mu)
+    if elo:
+        return Rating(mu, 0.0)
+    variance = keep * rating.sigma**2 + (1.0 - keep) * prior.sigma**2
+    sigma = prior.sigma if keep == 0.0 else math.sqrt(variance)
+    if isinstance(rating, VolatileRating):
+        return VolatileRating(mu, sigma, rating.volatility)
+    return Rating(mu, sigma)
+
+
 def core_replay(algorithm: str, params: dict[str, Any], events: list[dict[str, Any]]) -> Replayed:
-    """Replay ``events`` in order: match bodies, or ``{"seed": player, "mu": .., "sigma": ..}``.
+    """Replay ``events`` in order: match bodies, ``{"seed": player, "mu": .., "sigma": ..}``,
+    or ``{"season": id, "keep": f}`` (every player rated so far reset, ``soft_reset``).
 
     A Bayesian player's belief is aged by ``tau_per_day`` for the days since the latest
     played_at of its earlier matches (a match reported late widens nothing).
@@ -49,6 +66,12 @@ def core_replay(algorithm: str, params: dict[str, Any], events: list[dict[str, A
     out = Replayed()
     latest: dict[str, datetime] = {}
     for event in events:
+        if "season" in event:
+            for player, old in list(out.ratings.items()):
+                new = soft_reset(old, model.rating(), event["keep"], elo=algorithm == "elo")
+                out.ratings[player] = new
+                out.history.setdefault(player, []).append(("season_reset", None, old, new))
+            continue
         if "seed" in event:
             player = event["seed"]
             old = out.ratings.get(player, model.rating())

@@ -214,7 +214,7 @@ def _others(client: TestClient, ladder: str, stand_in: str) -> dict[str, Any]:
         player = entry["player_id"]
         history = all_pages(client, f"/v1/ladders/{ladder}/players/{player}/history", limit=9)
         for item in history:
-            if item["kind"] == "adjustment":
+            if item["kind"] != "match":
                 del item["played_at"]
         histories[player] = history
     matches = []

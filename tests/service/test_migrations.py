@@ -29,6 +29,8 @@ TABLES = {
     "ladder_accuracy",
     "ladder_versions",
     "console_sessions",
+    "seasons",
+    "season_standings",
 }
 
 

@@ -82,6 +82,7 @@ class PlayerOut(BaseModel):
                     "matches": 1,
                     "last_played_at": "2026-11-21T10:00:00Z",
                     "volatility": None,
+                    "season": "1",
                 }
             ]
         }
@@ -96,6 +97,7 @@ class PlayerOut(BaseModel):
     matches: int
     last_played_at: datetime | None
     volatility: float | None = Field(default=None, description=VOLATILITY_DESCRIPTION)
+    season: str = Field(default="1", description="The ladder's current season (its id).")
 
 
 class PlayerSeed(RequestBody):
@@ -135,16 +137,23 @@ class HistoryEntry(BaseModel):
                         "volatility": None,
                     },
                     "after": {"mu": 31.5, "sigma": 2.5, "conservative": 24.0, "volatility": None},
+                    "season": "1",
                 }
             ]
         }
     )
 
-    kind: Literal["match", "adjustment"]
-    match_id: str | None = Field(description="Null for an adjustment.")
-    played_at: datetime
+    kind: Literal["match", "adjustment", "season_reset"] = Field(
+        description="`match`, `adjustment` (a seeded rating) or `season_reset` (the soft "
+        "reset that carried the rating into a new season)."
+    )
+    match_id: str | None = Field(description="Null for an adjustment or a reset.")
+    played_at: datetime = Field(
+        description="When the match was played; when an adjustment or a reset was made."
+    )
     before: RatingOut
     after: RatingOut
+    season: str = Field(default="1", description="The season the entry belongs to (its id).")
 
 
 class HistoryPage(BaseModel):
@@ -169,6 +178,7 @@ class HistoryPage(BaseModel):
                                 "conservative": 1081.672966470337,
                                 "volatility": 0.05999967537233814,
                             },
+                            "season": "1",
                         }
                     ],
                     "next_cursor": None,

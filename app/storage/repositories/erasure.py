@@ -94,6 +94,8 @@ class ChangeRow(NamedTuple):
     mu_after: float
     sigma_after: float | None
     volatility_after: float | None
+    #: A season's soft reset (no match).
+    reset: bool = False
 
 
 def player_changes(*, session: Session, ladder_id: str, player_id: str) -> list[ChangeRow]:
@@ -105,6 +107,7 @@ def player_changes(*, session: Session, ladder_id: str, player_id: str) -> list[
             RatingHistory.mu_after,
             RatingHistory.sigma_after,
             RatingHistory.volatility_after,
+            RatingHistory.reset,
         )
         .where(RatingHistory.ladder_id == ladder_id, RatingHistory.player_id == player_id)
         .order_by(RatingHistory.id)

@@ -24,6 +24,7 @@ from app.storage.models import (
     Ladder,
     Match,
     RatingBucket,
+    Season,
 )
 from app.storage.repositories.sql import dialect_of
 
@@ -93,6 +94,21 @@ def add_ladder(*, session: Session, ladder: Ladder) -> None:
     ``IntegrityError`` and leaves the outer transaction usable."""
     with session.begin_nested():
         session.add(ladder)
+        session.flush()
+        # Its first season, from its creation: every match and history row of the ladder
+        # belongs to it until the next one opens.
+        session.add(
+            Season(
+                ladder_id=ladder.id,
+                ordinal=1,
+                id=ladder.season,
+                keep=1.0,
+                started_at=ladder.created_at,
+                ended_at=None,
+                first_seq=0,
+                first_history_id=0,
+            )
+        )
     versions.touch(session, ladder.id)
 
 

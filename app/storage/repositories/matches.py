@@ -128,10 +128,11 @@ class HistoryEntryRow(NamedTuple):
     #: Glicko-2's volatility before and after; ``None`` for the other algorithms.
     volatility_before: float | None
     volatility_after: float | None
+    reset: bool
 
     @property
-    def kind(self) -> Literal["match", "adjustment"]:
-        return history_kind(self.match_seq)
+    def kind(self) -> HistoryKind:
+        return history_kind(self.match_seq, self.reset)
 
 
 def history(
@@ -151,6 +152,7 @@ def history(
             RatingHistory.sigma_after,
             RatingHistory.volatility_before,
             RatingHistory.volatility_after,
+            RatingHistory.reset,
         )
         .outerjoin(Match, Match.seq == RatingHistory.match_seq)
         .where(RatingHistory.ladder_id == ladder_id, RatingHistory.player_id == player_id)
@@ -190,6 +192,14 @@ def trajectory(*, session: Session, ladder_id: str, player_id: str) -> list[Traj
     return [TrajectoryRow._make(row) for row in session.execute(query)]
 
 
-def history_kind(match_seq: int | None) -> Literal["match", "adjustment"]:
-    """A history row of a match (its seq), or an adjustment (a seeded rating: no match)."""
-    return "adjustment" if match_seq is None else "match"
+#: What a history row records: a match, an adjustment (a seeded rating) or a season's
+#: soft reset.
+HistoryKind = Literal["match", "adjustment", "season_reset"]
+
+
+def history_kind(match_seq: int | None, reset: bool) -> HistoryKind:
+    """A history row of a match (its seq), a season's reset, or an adjustment (a seeded
+    rating: neither)."""
+    if match_seq is not None:
+        return "match"
+    return "season_reset" if reset else "adjustment"

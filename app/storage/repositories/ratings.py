@@ -499,7 +499,7 @@ def _players_key(dialect: str) -> str:
         asked = "(SELECT :ladder_id AS ladder_id, :player_id AS player_id, 1 AS n) AS q"
     return _bucketed(
         "SELECT q.n, r.ladder_id, r.player_id, r.conservative, r.mu, r.sigma, r.matches,"
-        " r.last_played_at, r.volatility, l.bucket_width AS width"
+        " r.last_played_at, r.volatility, l.bucket_width AS width, l.season"
         f" FROM {asked} JOIN ratings AS r ON r.ladder_id = q.ladder_id"
         " AND r.player_id = q.player_id JOIN ladders AS l ON l.id = r.ladder_id",
         dialect,
@@ -511,7 +511,7 @@ def _read_players_sql(dialect: str) -> str:
     sql = _count_ahead_sql(
         _players_key(dialect),
         columns="k.n, k.player_id, k.mu, k.sigma, k.conservative, k.matches,"
-        " k.last_played_at, k.volatility, ",
+        " k.last_played_at, k.volatility, k.season, ",
     )
     # The driver's own parameter style: psycopg's pyformat, sqlite3's named.
     return re.sub(r":(\w+)", r"%(\1)s", sql) if dialect == "postgresql" else sql
@@ -519,12 +519,12 @@ def _read_players_sql(dialect: str) -> str:
 
 def read_players(
     dbapi_connection: Any, dialect: str, pairs: Sequence[tuple[str, str]]
-) -> list[tuple[RatingRow, int] | None]:
-    """For each (ladder id, player id) of ``pairs``, in order: the player's rating and how
-    many players rank ahead of it (None: no such player), on a DB-API connection in
-    autocommit, no session. On PostgreSQL ONE statement (one snapshot, one round trip)
-    answers them all: the rows and their buckets, then :func:`count_ahead`'s count for
-    each; SQLite, in process, runs it once a pair."""
+) -> list[tuple[RatingRow, int, str] | None]:
+    """For each (ladder id, player id) of ``pairs``, in order: the player's rating, how
+    many players rank ahead of it and the ladder's current season (None: no such player),
+    on a DB-API connection in autocommit, no session. On PostgreSQL ONE statement (one
+    snapshot, one round trip) answers them all: the rows and their buckets, then
+    :func:`count_ahead`'s count for each; SQLite, in process, runs it once a pair."""
     sql = _read_players_sql(dialect)
     cursor = dbapi_connection.cursor()
     try:
@@ -542,7 +542,7 @@ def read_players(
                 rows.extend((n, *row[1:]) for row in cursor.fetchall())
     finally:
         cursor.close()
-    found: list[tuple[RatingRow, int] | None] = [None] * len(pairs)
+    found: list[tuple[RatingRow, int, str] | None] = [None] * len(pairs)
     for row in rows:
         rating = RatingRow(
             player_id=row[1],
@@ -553,7 +553,7 @@ def read_players(
             last_played_at=versions.moment(row[6]),
             volatility=row[7],
         )
-        found[int(row[0]) - 1] = (rating, int(row[8]))
+        found[int(row[0]) - 1] = (rating, int(row[9]), str(row[8]))
     return found
 
 

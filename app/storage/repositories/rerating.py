@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Literal, NamedTuple, cast
+from typing import Any, NamedTuple, cast
 
 from sqlalchemy import (
     BigInteger,
@@ -32,7 +32,7 @@ from app.storage.models import (
     RatingBucket,
     RatingHistory,
 )
-from app.storage.repositories.matches import history_kind
+from app.storage.repositories.matches import HistoryKind, history_kind
 from app.storage.repositories.ratings import RatingState
 from app.storage.repositories.sql import SQLITE_IN_CHUNK, bulk_update, chunked, dialect_of
 
@@ -117,10 +117,11 @@ class HistoryRow(NamedTuple):
     sigma_after: float | None
     volatility_before: float | None
     volatility_after: float | None
+    reset: bool = False
 
     @property
-    def kind(self) -> Literal["match", "adjustment"]:
-        return history_kind(self.match_seq)
+    def kind(self) -> HistoryKind:
+        return history_kind(self.match_seq, self.reset)
 
 
 def history_from(
@@ -139,6 +140,7 @@ def history_from(
         RatingHistory.sigma_after,
         RatingHistory.volatility_before,
         RatingHistory.volatility_after,
+        RatingHistory.reset,
     )
     of_matches = select(*columns).where(
         RatingHistory.match_seq >= from_seq, RatingHistory.ladder_id == ladder_id
@@ -148,8 +150,8 @@ def history_from(
         RatingHistory.match_seq.is_(None),
         RatingHistory.ladder_id == ladder_id,
     )
-    rows = [HistoryRow(*row) for row in session.execute(of_matches)]
-    rows.extend(HistoryRow(*row) for row in session.execute(adjustments))
+    rows = [HistoryRow._make(row) for row in session.execute(of_matches)]
+    rows.extend(HistoryRow._make(row) for row in session.execute(adjustments))
     rows.sort(key=lambda row: row.id)
     return rows
 
@@ -207,6 +209,7 @@ def lock_ladder_ratings(*, session: Session, ladder_id: str) -> list[RatingState
             PlayerRating.sigma,
             PlayerRating.matches,
             PlayerRating.last_played_at,
+            PlayerRating.volatility,
         )
         .where(PlayerRating.ladder_id == ladder_id)
         .order_by(PlayerRating.player_id)
@@ -225,6 +228,7 @@ def players_with_adjustments(
         .where(
             RatingHistory.ladder_id == ladder_id,
             RatingHistory.match_seq.is_(None),
+            RatingHistory.reset.is_(False),
             RatingHistory.player_id.in_(list(player_ids)),
         )
         .distinct()

@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     DateTime,
     Float,
     Integer,
@@ -258,6 +259,8 @@ def _copy_type(column_type: TypeEngine[Any]) -> str:
         return "int8"
     if isinstance(column_type, Integer):
         return "int4"
+    if isinstance(column_type, Boolean):
+        return "bool"
     raise TypeError(f"no COPY type for {column_type!r}")
 
 

@@ -1,0 +1,37 @@
+"""Seasons: opening the next one (its reads, the list and the archived standings:
+``app.api.reads``)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response, status
+
+from app.api.deps import AdminAccess, NowDep, answer, ladder_of
+from app.api.params import LadderPath
+from app.domain.documents.seasons import SeasonCreate, SeasonOut
+from app.services import seasons
+
+router = APIRouter(prefix="/ladders/{ladder}", tags=["seasons"])
+
+
+@router.post(
+    "/seasons",
+    response_model=SeasonOut,
+    status_code=status.HTTP_201_CREATED,
+    summary="Close the current season and open the next (admin)",
+)
+async def open_season(
+    body: SeasonCreate, ladder: LadderPath, access: AdminAccess, now: NowDep
+) -> Response:
+    """In one transaction that holds the ladder (matches being recorded finish first, new
+    ones wait for it): the current season closes and its final standings are archived
+    (every rated player's rating, the season's matches and rank, read at
+    `GET .../seasons/{season}/leaderboard`); every rating is pulled toward the prior by
+    `keep` (a history entry of kind `season_reset` for each player); matches recorded from
+    then on belong to the new season. A season id the ladder has had is a 409."""
+    return await answer(
+        access,
+        lambda session: seasons.open_season(
+            session=session, ladder=ladder_of(session, ladder), body=body, now=now
+        ),
+        status_code=status.HTTP_201_CREATED,
+    )

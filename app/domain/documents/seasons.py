@@ -1,0 +1,88 @@
+"""Seasons: opening the next one, the list, and a closed season's archived standings (the
+leaderboard's shape: :class:`~app.domain.documents.players.LeaderboardPage`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+
+from app.domain.documents.shared import ID_PATTERN, NextCursor, RequestBody, _one_segment
+
+#: The id of a ladder's first season, opened when the ladder is made.
+FIRST_SEASON = "1"
+
+#: The longest season id.
+MAX_SEASON_ID = 64
+
+SeasonId = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=MAX_SEASON_ID, pattern=ID_PATTERN),
+    AfterValidator(_one_segment),
+]
+
+
+class SeasonCreate(RequestBody):
+    """Close the current season and open this one: every rated player starts it from the
+    soft reset of their rating (`keep`)."""
+
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"id": "2027-s1", "keep": 0.5}]}
+    )
+
+    id: SeasonId = Field(
+        description="The new season's id: 1 to 64 characters, no `/` (it names the season "
+        "in paths), unique in the ladder."
+    )
+    keep: float = Field(
+        default=1.0,
+        strict=True,
+        allow_inf_nan=False,
+        ge=0.0,
+        le=1.0,
+        description="How much of each rating carries over, f in [0, 1]: mu' = mu0 + f (mu - "
+        "mu0), sigma'^2 = f sigma^2 + (1 - f) sigma0^2 against the ladder's prior (Elo: "
+        "r' = initial + f (r - initial); Glicko-2's volatility is kept). 1 (the default) "
+        "carries every rating over unchanged, 0 starts everyone at the prior.",
+    )
+
+
+_SEASON_EXAMPLE: dict[str, Any] = {
+    "id": "2027-s1",
+    "ordinal": 2,
+    "state": "open",
+    "keep": 0.5,
+    "started_at": "2027-01-01T00:00:00Z",
+    "ended_at": None,
+    "matches": 1042,
+    "players": 311,
+}
+
+
+class SeasonOut(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [_SEASON_EXAMPLE]})
+
+    id: str
+    ordinal: int = Field(description="The season's place in the ladder's order, from 1.")
+    state: Literal["open", "closed"] = Field(
+        description="`open`: the current season, which matches record into; `closed`: "
+        "its standings are archived."
+    )
+    keep: float = Field(description="The soft reset's factor that opened it (1 for the first).")
+    started_at: datetime
+    ended_at: datetime | None
+    matches: int = Field(description="Matches recorded in the season that count.")
+    players: int = Field(
+        description="Open: the ladder's rated players; closed: the players of its archived "
+        "standings."
+    )
+
+
+class SeasonPage(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"entries": [_SEASON_EXAMPLE], "next_cursor": None}]}
+    )
+
+    entries: list[SeasonOut] = Field(description="Newest first: the current season leads.")
+    next_cursor: NextCursor

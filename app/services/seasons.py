@@ -1,0 +1,363 @@
+"""Use cases: a ladder's seasons, opening the next one with the soft reset, and the
+archived standings of the closed ones.
+
+Opening a season is one transaction that holds the ladder alone (as a re-rating does:
+``ladders.hold_ladder``), so no match or seed of the ladder is in flight: it draws the
+match seq and history id the new season begins at (everything recorded before has smaller
+ones, everything after larger), archives every rated player's final standing in the
+closing season (rating, rank, the season's matches), resets every rating toward the prior
+(``app.rating.seasons``) and writes each reset as a history entry (kind ``season_reset``).
+
+A season's matches and history entries are found by those numbers, so recording is
+untouched by seasons. Re-ratings (``app.services.rerate``) replay the resets at their
+places and rewrite the archives they reach (:func:`rewrite_standings`).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from app.domain.cursors import decode_cursor, encode_cursor
+from app.domain.documents.players import LeaderboardEntry, LeaderboardPage
+from app.domain.documents.seasons import SeasonCreate, SeasonOut, SeasonPage
+from app.domain.ladders import LadderConfig, ladder_config
+from app.domain.times import utc
+from app.errors import Conflict, InvalidInput, NotFound
+from app.rating.seasons import reset_mu, reset_sigma
+from app.services.ladders import hold_ladder
+from app.storage.models import Ladder
+from app.storage.repositories import ratings as rating_repo
+from app.storage.repositories import rerating as rerating_repo
+from app.storage.repositories import seasons as season_repo
+from app.storage.repositories.seasons import SeasonRow
+
+
+@dataclass(frozen=True, slots=True)
+class Seasons:
+    """A ladder's seasons in order, and which one a match or a history entry belongs to."""
+
+    rows: list[SeasonRow]
+
+    def of_history(self, history_id: int) -> SeasonRow:
+        """The season of the history entry ``history_id``."""
+        starts = [row.first_history_id for row in self.rows]
+        return self.rows[max(bisect.bisect_right(starts, history_id) - 1, 0)]
+
+    def of_match(self, seq: int) -> SeasonRow:
+        """The season of the match ``seq``."""
+        starts = [row.first_seq for row in self.rows]
+        return self.rows[max(bisect.bisect_right(starts, seq) - 1, 0)]
+
+    def end_seq(self, season: SeasonRow) -> int | None:
+        """The first match seq past ``season`` (None: it is the current one)."""
+        return self.rows[season.ordinal].first_seq if season.ordinal < len(self.rows) else None
+
+    def opened_by(self, reset_id: int) -> SeasonRow:
+        """The season a reset entry opened (the season the entry belongs to)."""
+        return self.of_history(reset_id)
+
+
+def seasons_of(*, session: Session, ladder_id: str) -> Seasons:
+    return Seasons(season_repo.seasons_of(session=session, ladder_id=ladder_id))
+
+
+def open_season(
+    *, session: Session, ladder: Ladder, body: SeasonCreate, now: datetime
+) -> SeasonOut:
+    """Close the ladder's current season and open ``body.id`` with the soft reset, in one
+    transaction holding the ladder. A season id the ladder has had is a 409."""
+    ladder = hold_ladder(session=session, ladder_id=ladder.id)
+    seasons = seasons_of(session=session, ladder_id=ladder.id)
+    if any(row.id == body.id for row in seasons.rows):
+        raise Conflict(f"id: ladder {ladder.id!r} has a season {body.id!r} already")
+    current = seasons.rows[-1]
+    config = ladder_config(ladder.algorithm, ladder.params)
+    first_seq, first_history_id = season_repo.next_numbers(session=session)
+    states = rerating_repo.lock_ladder_ratings(session=session, ladder_id=ladder.id)
+    played = season_repo.played_in(
+        session=session, ladder_id=ladder.id, first_seq=current.first_seq
+    )
+    standings = _standings(config, states, played)
+    season_repo.insert_standings(
+        session=session, ladder_id=ladder.id, season=current.ordinal, rows=standings
+    )
+    _write_resets(
+        session=session, ladder=ladder, config=config, states=states, keep=body.keep, now=now
+    )
+    season_repo.close_season(
+        session=session, ladder_id=ladder.id, ordinal=current.ordinal, ended_at=now
+    )
+    opened = SeasonRow(
+        ordinal=current.ordinal + 1,
+        id=body.id,
+        keep=body.keep,
+        started_at=now,
+        ended_at=None,
+        first_seq=first_seq,
+        first_history_id=first_history_id,
+    )
+    season_repo.add_season(session=session, ladder_id=ladder.id, season=opened)
+    return _season_out(opened, matches=0, players=len(states))
+
+
+def _standings(
+    config: LadderConfig,
+    states: Sequence[rating_repo.RatingState],
+    played: dict[str, tuple[int, datetime]],
+) -> list[dict[str, Any]]:
+    """The closing season's standings: each rated player's rating, the season's matches and
+    the rank (conservative rating, highest first; ties by player id)."""
+    rows: list[dict[str, Any]] = []
+    for state in states:
+        sigma = state.sigma if config.bayesian else None
+        rows.append(
+            {
+                "player_id": state.player_id,
+                "mu": state.mu,
+                "sigma": sigma,
+                "conservative": _conservative(config, state.mu, sigma),
+                "volatility": state.volatility,
+                "matches": played.get(state.player_id, (0, None))[0],
+                "last_played_at": state.last_played_at,
+            }
+        )
+    rows.sort(key=lambda row: (-row["conservative"], row["player_id"]))
+    for rank, row in enumerate(rows, start=1):
+        row["rank"] = rank
+    return rows
+
+
+def _conservative(config: LadderConfig, mu: float, sigma: float | None) -> float:
+    return mu - config.conservative_k * sigma if config.bayesian and sigma is not None else mu
+
+
+def reset_values(
+    config: LadderConfig, mu: np.ndarray, sigma: np.ndarray, keep: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ratings ``(mu, sigma)`` after a soft reset by ``keep`` (sigma unused on an Elo
+    ladder: returned as it is)."""
+    prior = config.model.rating()
+    new_mu = reset_mu(mu, prior_mu=prior.mu, keep=keep)
+    if not config.bayesian:
+        return new_mu, sigma
+    return new_mu, reset_sigma(sigma, prior_sigma=prior.sigma, keep=keep)
+
+
+def _write_resets(
+    *,
+    session: Session,
+    ladder: Ladder,
+    config: LadderConfig,
+    states: Sequence[rating_repo.RatingState],
+    keep: float,
+    now: datetime,
+) -> None:
+    """Every rating reset, and its history entry."""
+    if not states:
+        return
+    mu = np.array([state.mu for state in states], dtype=np.float64)
+    sigma = np.array([state.sigma or 0.0 for state in states], dtype=np.float64)
+    new_mu, new_sigma = reset_values(config, mu, sigma, keep)
+    history = []
+    ratings = []
+    for n, state in enumerate(states):
+        after_mu = float(new_mu[n])
+        after_sigma = float(new_sigma[n]) if config.bayesian else None
+        history.append(
+            {
+                "ladder_id": ladder.id,
+                "player_id": state.player_id,
+                "match_seq": None,
+                "played_at": now,
+                "mu_before": state.mu,
+                "sigma_before": state.sigma if config.bayesian else None,
+                "mu_after": after_mu,
+                "sigma_after": after_sigma,
+                "volatility_before": state.volatility,
+                "volatility_after": state.volatility,
+            }
+        )
+        ratings.append(
+            {
+                "player_id": state.player_id,
+                "mu": after_mu,
+                "sigma": after_sigma,
+                "conservative": _conservative(config, after_mu, after_sigma),
+                "updated_at": now,
+            }
+        )
+    rating_repo.update_ratings(session=session, ladder_id=ladder.id, rows=ratings)
+    season_repo.insert_resets(session=session, rows=history)
+
+
+def _season_out(row: SeasonRow, *, matches: int, players: int) -> SeasonOut:
+    return SeasonOut(
+        id=row.id,
+        ordinal=row.ordinal,
+        state="open" if row.ended_at is None else "closed",
+        keep=row.keep,
+        started_at=utc(row.started_at),
+        ended_at=utc(row.ended_at) if row.ended_at is not None else None,
+        matches=matches,
+        players=players,
+    )
+
+
+def list_seasons(*, session: Session, ladder: Ladder, limit: int, cursor: str | None) -> SeasonPage:
+    """The ladder's seasons, newest first, with their counts."""
+    before: int | None = None
+    if cursor is not None:
+        key = decode_cursor(cursor)
+        if not (isinstance(key, list) and len(key) == 1 and type(key[0]) is int):
+            raise InvalidInput("cursor: not a cursor of this list")
+        before = key[0]
+    seasons = seasons_of(session=session, ladder_id=ladder.id)
+    chosen = [row for row in reversed(seasons.rows) if before is None or row.ordinal < before]
+    page = chosen[:limit]
+    archived = season_repo.count_standings(session=session, ladder_id=ladder.id)
+    entries = []
+    for row in page:
+        matches = season_repo.match_counts(
+            session=session,
+            ladder_id=ladder.id,
+            first_seq=row.first_seq,
+            end_seq=seasons.end_seq(row),
+        )
+        players = (
+            season_repo.count_ratings(session=session, ladder_id=ladder.id)
+            if row.ended_at is None
+            else archived.get(row.ordinal, 0)
+        )
+        entries.append(_season_out(row, matches=matches, players=players))
+    more = len(chosen) > limit
+    return SeasonPage(
+        entries=entries, next_cursor=encode_cursor([page[-1].ordinal]) if more else None
+    )
+
+
+def _season(seasons: Seasons, ladder_id: str, season_id: str) -> SeasonRow:
+    for row in seasons.rows:
+        if row.id == season_id:
+            return row
+    raise NotFound(f"season: no season {season_id[:64]!r} in ladder {ladder_id!r}")
+
+
+def standings(
+    *, session: Session, ladder: Ladder, season: str, limit: int, cursor: str | None
+) -> LeaderboardPage:
+    """A season's final standings, best first: the archive of a closed season, paged like
+    the leaderboard. The current season has none yet (its standings are the leaderboard):
+    a 409 that says so."""
+    seasons = seasons_of(session=session, ladder_id=ladder.id)
+    row = _season(seasons, ladder.id, season)
+    if row.ended_at is None:
+        raise Conflict(
+            f"season: {season[:64]!r} is the current season: its standings are the "
+            "leaderboard until the next season opens"
+        )
+    after = 0
+    if cursor is not None:
+        key = decode_cursor(cursor)
+        if not (isinstance(key, list) and len(key) == 1 and type(key[0]) is int):
+            raise InvalidInput("cursor: not a cursor of these standings")
+        after = key[0]
+    rows = season_repo.standings_page(
+        session=session, ladder_id=ladder.id, season=row.ordinal, after_rank=after, limit=limit + 1
+    )
+    more = len(rows) > limit
+    rows = rows[:limit]
+    entries = [
+        LeaderboardEntry.model_construct(
+            rank=entry.rank,
+            player_id=entry.player_id,
+            mu=entry.mu,
+            sigma=entry.sigma,
+            conservative=entry.conservative,
+            matches=entry.matches,
+            last_played_at=utc(entry.last_played_at) if entry.last_played_at else None,
+            volatility=entry.volatility,
+        )
+        for entry in rows
+    ]
+    return LeaderboardPage(
+        entries=entries, next_cursor=encode_cursor([rows[-1].rank]) if more else None
+    )
+
+
+# -- re-ratings through resets (app.services.rerate, app.services.erasure) ------------------
+
+
+def rewrite_standings(
+    *,
+    session: Session,
+    ladder_id: str,
+    config: LadderConfig,
+    seasons: Seasons,
+    resets: Iterable[dict[str, Any]],
+) -> None:
+    """The archived standings that replayed reset entries (history rows with ``id``,
+    ``player_id`` and their new "before") start from: each reset's "before" is its
+    player's final rating in the season before, then those seasons re-ranked."""
+    by_season: dict[int, list[dict[str, Any]]] = {}
+    for reset in resets:
+        closed = seasons.opened_by(reset["id"]).ordinal - 1
+        sigma = reset["sigma_before"] if config.bayesian else None
+        by_season.setdefault(closed, []).append(
+            {
+                "player_id": reset["player_id"],
+                "mu": reset["mu_before"],
+                "sigma": sigma,
+                "conservative": _conservative(config, reset["mu_before"], sigma),
+                "volatility": reset["volatility_before"],
+            }
+        )
+    for season, rows in by_season.items():
+        season_repo.update_standings(session=session, ladder_id=ladder_id, season=season, rows=rows)
+        season_repo.rerank(session=session, ladder_id=ladder_id, season=season)
+
+
+def refresh_played(
+    *,
+    session: Session,
+    ladder_id: str,
+    seasons: Seasons,
+    from_seq: int,
+    player_ids: Sequence[str],
+) -> None:
+    """The archived matches and latest played_at of ``player_ids`` in every closed season
+    from the one holding the match ``from_seq`` on, counted again (a void took a match of
+    theirs away)."""
+    if not player_ids:
+        return
+    for season in seasons.rows[seasons.of_match(from_seq).ordinal - 1 :]:
+        end = seasons.end_seq(season)
+        if end is None:
+            break
+        played = season_repo.played_in(
+            session=session,
+            ladder_id=ladder_id,
+            first_seq=season.first_seq,
+            end_seq=end,
+            player_ids=player_ids,
+        )
+        latest = rerating_repo.latest_played_before(
+            session=session, ladder_id=ladder_id, player_ids=player_ids, before_seq=end
+        )
+        rows = [
+            {
+                "player_id": player,
+                "matches": played.get(player, (0, None))[0],
+                "last_played_at": latest.get(player),
+            }
+            for player in player_ids
+        ]
+        season_repo.update_standings(
+            session=session, ladder_id=ladder_id, season=season.ordinal, rows=rows
+        )

@@ -1,0 +1,303 @@
+"""Seasons as stored: a ladder's seasons in order, where each begins, the archived
+standings of the closed ones, and the soft reset's history rows."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, NamedTuple, cast
+
+from sqlalchemy import Table, delete, func, select, text, update
+from sqlalchemy.orm import Session
+
+from app.storage.models import (
+    Ladder,
+    Match,
+    Participant,
+    PlayerRating,
+    RatingHistory,
+    Season,
+    SeasonStanding,
+)
+from app.storage.repositories.sql import bulk_update, chunked, dialect_of, insert_rows
+
+STANDINGS = cast(Table, SeasonStanding.__table__)
+HISTORY = cast(Table, RatingHistory.__table__)
+
+
+class SeasonRow(NamedTuple):
+    """A season as stored."""
+
+    ordinal: int
+    id: str
+    keep: float
+    started_at: datetime
+    ended_at: datetime | None
+    first_seq: int
+    first_history_id: int
+
+
+def seasons_of(*, session: Session, ladder_id: str) -> list[SeasonRow]:
+    """The ladder's seasons, oldest first."""
+    query = (
+        select(
+            Season.ordinal,
+            Season.id,
+            Season.keep,
+            Season.started_at,
+            Season.ended_at,
+            Season.first_seq,
+            Season.first_history_id,
+        )
+        .where(Season.ladder_id == ladder_id)
+        .order_by(Season.ordinal)
+    )
+    return [SeasonRow(*row) for row in session.execute(query)]
+
+
+def next_numbers(*, session: Session) -> tuple[int, int]:
+    """A match seq and a history id that every match and history row written from now on
+    exceeds or equals, and every one written before is below: drawn from the sequences
+    on PostgreSQL (the caller holds the ladder alone, so no writer of it is in flight), the
+    largest plus one on SQLite (whose writer holds the database)."""
+    if dialect_of(session) == "postgresql":
+        row = session.execute(
+            text(
+                "SELECT nextval(pg_get_serial_sequence('matches', 'seq')),"
+                " nextval(pg_get_serial_sequence('rating_history', 'id'))"
+            )
+        ).one()
+        return int(row[0]), int(row[1])
+    seq = session.scalar(select(func.coalesce(func.max(Match.seq), 0))) or 0
+    history_id = session.scalar(select(func.coalesce(func.max(RatingHistory.id), 0))) or 0
+    return int(seq) + 1, int(history_id) + 1
+
+
+def add_season(*, session: Session, ladder_id: str, season: SeasonRow) -> None:
+    """Insert ``season`` and make it the ladder's current one."""
+    session.execute(
+        Season.__table__.insert().values(ladder_id=ladder_id, **season._asdict())  # type: ignore[attr-defined]
+    )
+    session.execute(update(Ladder).where(Ladder.id == ladder_id).values(season=season.id))
+
+
+def close_season(*, session: Session, ladder_id: str, ordinal: int, ended_at: datetime) -> None:
+    session.execute(
+        update(Season)
+        .where(Season.ladder_id == ladder_id, Season.ordinal == ordinal)
+        .values(ended_at=ended_at)
+    )
+
+
+def match_counts(*, session: Session, ladder_id: str, first_seq: int, end_seq: int | None) -> int:
+    """How many matches that count the ladder has with seq in [first_seq, end_seq)."""
+    query = select(func.count()).where(
+        Match.ladder_id == ladder_id, Match.seq >= first_seq, Match.voided_at.is_(None)
+    )
+    if end_seq is not None:
+        query = query.where(Match.seq < end_seq)
+    return int(session.scalar(query) or 0)
+
+
+def count_standings(*, session: Session, ladder_id: str) -> dict[int, int]:
+    """How many players each closed season's standings hold, by season ordinal."""
+    query = (
+        select(SeasonStanding.season, func.count())
+        .where(SeasonStanding.ladder_id == ladder_id)
+        .group_by(SeasonStanding.season)
+    )
+    return {int(season): int(count) for season, count in session.execute(query)}
+
+
+def count_ratings(*, session: Session, ladder_id: str) -> int:
+    query = select(func.count()).where(PlayerRating.ladder_id == ladder_id)
+    return int(session.scalar(query) or 0)
+
+
+def played_in(
+    *,
+    session: Session,
+    ladder_id: str,
+    first_seq: int,
+    end_seq: int | None = None,
+    player_ids: Sequence[str] | None = None,
+) -> dict[str, tuple[int, datetime]]:
+    """Each player's counted matches with seq in [first_seq, end_seq) and the latest
+    played_at among them (players of ``player_ids`` only, when given)."""
+    query = (
+        select(Participant.player_id, func.count(), func.max(Match.played_at))
+        .join(Match, Match.seq == Participant.match_seq)
+        .where(
+            Participant.ladder_id == ladder_id,
+            Participant.match_seq >= first_seq,
+            Match.voided_at.is_(None),
+        )
+        .group_by(Participant.player_id)
+    )
+    if end_seq is not None:
+        query = query.where(Participant.match_seq < end_seq)
+    if player_ids is None:
+        return {player: (int(n), last) for player, n, last in session.execute(query)}
+    out: dict[str, tuple[int, datetime]] = {}
+    for part in chunked(player_ids, session):
+        chosen = query.where(Participant.player_id.in_(part))
+        out.update({player: (int(n), last) for player, n, last in session.execute(chosen)})
+    return out
+
+
+def insert_standings(
+    *, session: Session, ladder_id: str, season: int, rows: Sequence[dict[str, Any]]
+) -> None:
+    """Archive a season's standings: rows with ``player_id``, ``rank``, ``mu``, ``sigma``,
+    ``conservative``, ``volatility``, ``matches`` and ``last_played_at``."""
+    insert_rows(
+        session=session,
+        table=STANDINGS,
+        rows=[{"ladder_id": ladder_id, "season": season, **row} for row in rows],
+    )
+
+
+def update_standings(
+    *, session: Session, ladder_id: str, season: int, rows: Sequence[dict[str, Any]]
+) -> None:
+    """Rewrite archived standings, each row keyed by ``player_id``."""
+    bulk_update(
+        session=session,
+        table=STANDINGS,
+        keys=("player_id",),
+        rows=rows,
+        where={"ladder_id": ladder_id, "season": season},
+    )
+
+
+def delete_standings(
+    *, session: Session, ladder_id: str, season: int, player_ids: Sequence[str]
+) -> None:
+    for part in chunked(player_ids, session):
+        session.execute(
+            delete(SeasonStanding).where(
+                SeasonStanding.ladder_id == ladder_id,
+                SeasonStanding.season == season,
+                SeasonStanding.player_id.in_(part),
+            )
+        )
+
+
+def standing_order(
+    *, session: Session, ladder_id: str, season: int
+) -> list[tuple[str, float, int]]:
+    """A season's archived players with their conservative rating and stored rank."""
+    query = select(
+        SeasonStanding.player_id, SeasonStanding.conservative, SeasonStanding.rank
+    ).where(SeasonStanding.ladder_id == ladder_id, SeasonStanding.season == season)
+    return [(player, float(value), int(rank)) for player, value, rank in session.execute(query)]
+
+
+def seasons_of_players(*, session: Session, ladder_id: str, player_ids: Sequence[str]) -> set[int]:
+    """The seasons whose standings hold any of ``player_ids``."""
+    out: set[int] = set()
+    for part in chunked(player_ids, session):
+        query = (
+            select(SeasonStanding.season)
+            .where(SeasonStanding.ladder_id == ladder_id, SeasonStanding.player_id.in_(part))
+            .distinct()
+        )
+        out.update(int(season) for season in session.scalars(query))
+    return out
+
+
+class StandingRow(NamedTuple):
+    rank: int
+    player_id: str
+    mu: float
+    sigma: float | None
+    conservative: float
+    volatility: float | None
+    matches: int
+    last_played_at: datetime | None
+
+
+def standings_page(
+    *, session: Session, ladder_id: str, season: int, after_rank: int, limit: int
+) -> list[StandingRow]:
+    """The archived standings ranked after ``after_rank``, best first: one range of
+    ``ix_season_standings_rank``."""
+    query = (
+        select(
+            SeasonStanding.rank,
+            SeasonStanding.player_id,
+            SeasonStanding.mu,
+            SeasonStanding.sigma,
+            SeasonStanding.conservative,
+            SeasonStanding.volatility,
+            SeasonStanding.matches,
+            SeasonStanding.last_played_at,
+        )
+        .where(
+            SeasonStanding.ladder_id == ladder_id,
+            SeasonStanding.season == season,
+            SeasonStanding.rank > after_rank,
+        )
+        .order_by(SeasonStanding.rank)
+        .limit(limit)
+    )
+    return [StandingRow(*row) for row in session.execute(query)]
+
+
+def insert_resets(*, session: Session, rows: Sequence[dict[str, Any]]) -> None:
+    """The soft reset's history rows (``reset`` true, no match)."""
+    insert_rows(session=session, table=HISTORY, rows=[{**row, "reset": True} for row in rows])
+
+
+class ResetRow(NamedTuple):
+    id: int
+    player_id: str
+
+
+def leading_resets(
+    *, session: Session, ladder_id: str, player_ids: Sequence[str], ignoring_seq: int
+) -> list[ResetRow]:
+    """The reset rows of ``player_ids`` that come before any match or seed of theirs (by
+    history id), the match ``ignoring_seq`` aside: resets of a player who was not rated
+    when the season opened, but for that match."""
+    out: list[ResetRow] = []
+    for part in chunked(player_ids, session):
+        query = (
+            select(
+                RatingHistory.id,
+                RatingHistory.player_id,
+                RatingHistory.reset,
+                RatingHistory.match_seq,
+            )
+            .where(RatingHistory.ladder_id == ladder_id, RatingHistory.player_id.in_(part))
+            .order_by(RatingHistory.player_id, RatingHistory.id)
+        )
+        rated: set[str] = set()
+        for row_id, player, reset, seq in session.execute(query):
+            if seq is not None and seq == ignoring_seq:
+                continue
+            if not reset:
+                rated.add(player)
+            elif player not in rated:
+                out.append(ResetRow(int(row_id), player))
+    return out
+
+
+def delete_history_rows(*, session: Session, ids: Sequence[int]) -> None:
+    for start in range(0, len(ids), 5000):
+        session.execute(
+            delete(RatingHistory).where(RatingHistory.id.in_(ids[start : start + 5000]))
+        )
+
+
+def rerank(*, session: Session, ladder_id: str, season: int) -> None:
+    """A season's archived ranks, counted again (after its ratings changed or a player
+    left it): the rows whose rank moved are rewritten."""
+    order = standing_order(session=session, ladder_id=ladder_id, season=season)
+    order.sort(key=lambda row: (-row[1], row[0]))
+    moved = [
+        {"player_id": player, "rank": rank}
+        for rank, (player, _, stored) in enumerate(order, start=1)
+        if stored != rank
+    ]
+    update_standings(session=session, ladder_id=ladder_id, season=season, rows=moved)
