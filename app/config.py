@@ -140,6 +140,9 @@ class Settings(BaseSettings):
     #: Seconds a running job's heartbeat stays good (PostgreSQL): a job whose worker has
     #: not written one for longer is reported failed. Heartbeats go every third of it.
     job_lease_s: float = Field(default=30.0, ge=0.5, le=3600)
+    #: How often each worker's season clock looks for a scheduled season that is due, in
+    #: seconds: a season opens at most this long after its ``starts_at``.
+    season_clock_s: float = Field(default=1.0, ge=0.01, le=3600)
     #: How long ``/readyz`` waits for the database before answering 503, in seconds.
     readiness_timeout_s: float = Field(default=2.0, gt=0, le=60)
     #: uvicorn's log level: critical, error, warning, info, debug or trace.

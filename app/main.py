@@ -23,7 +23,7 @@ from app.api.writer import GroupWriter
 from app.config import Settings, get_settings
 from app.console.routes import router as console_router
 from app.console.routes import static_files as console_static
-from app.services import jobs
+from app.services import jobs, seasons
 from app.storage import unit_of_work
 
 DESCRIPTION = """\
@@ -83,9 +83,12 @@ async def _lifespan(_app: FastAPI) -> AsyncIterator[None]:
         tune_gc()
     reaper = jobs.Reaper(unit_of_work.transactor())
     reaper.start()
+    clock = seasons.SeasonClock(unit_of_work.transactor())
+    clock.start()
     try:
         yield
     finally:
+        clock.stop()
         reaper.stop()
 
 

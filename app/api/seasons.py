@@ -1,12 +1,12 @@
-"""Seasons: opening the next one (its reads, the list and the archived standings:
-``app.api.reads``)."""
+"""Seasons: opening or scheduling the next one, cancelling a scheduled one (their reads,
+the list and the archived standings: ``app.api.reads``)."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Response, status
 
 from app.api.deps import AdminAccess, NowDep, answer, ladder_of
-from app.api.params import LadderPath
+from app.api.params import LadderPath, SeasonPath
 from app.domain.documents.seasons import SeasonCreate, SeasonOut
 from app.services import seasons
 
@@ -17,7 +17,7 @@ router = APIRouter(prefix="/ladders/{ladder}", tags=["seasons"])
     "/seasons",
     response_model=SeasonOut,
     status_code=status.HTTP_201_CREATED,
-    summary="Close the current season and open the next (admin)",
+    summary="Close the current season and open the next, now or at a set time (admin)",
 )
 async def open_season(
     body: SeasonCreate, ladder: LadderPath, access: AdminAccess, now: NowDep
@@ -27,11 +27,32 @@ async def open_season(
     (every rated player's rating, the season's matches and rank, read at
     `GET .../seasons/{season}/leaderboard`); every rating is pulled toward the prior by
     `keep` (a history entry of kind `season_reset` for each player); matches recorded from
-    then on belong to the new season. A season id the ladder has had is a 409."""
+    then on belong to the new season. A season id the ladder has had is a 409.
+
+    With `starts_at` (in the future) the season is scheduled instead (201, `state`
+    `scheduled`): the service opens it by itself at that time, within
+    `RATINGS_SEASON_CLOCK_S` (a second by default), exactly once whatever the number of
+    workers and instances. One season at a time may be scheduled per ladder."""
     return await answer(
         access,
         lambda session: seasons.open_season(
             session=session, ladder=ladder_of(session, ladder), body=body, now=now
         ),
         status_code=status.HTTP_201_CREATED,
+    )
+
+
+@router.delete(
+    "/seasons/{season}",
+    response_model=SeasonOut,
+    summary="Cancel a scheduled season (admin)",
+)
+async def cancel_season(season: SeasonPath, ladder: LadderPath, access: AdminAccess) -> Response:
+    """Cancel the ladder's scheduled season: 200 with it. A season that has opened is a
+    409 (its matches and resets are history); an unknown one a 404."""
+    return await answer(
+        access,
+        lambda session: seasons.cancel_season(
+            session=session, ladder=ladder_of(session, ladder), season=season
+        ),
     )

@@ -16,27 +16,36 @@ places and rewrite the archives they reach (:func:`rewrite_standings`).
 from __future__ import annotations
 
 import bisect
+import logging
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app.config import get_settings
 from app.domain.cursors import decode_cursor, encode_cursor
 from app.domain.documents.players import LeaderboardEntry, LeaderboardPage
 from app.domain.documents.seasons import SeasonCreate, SeasonOut, SeasonPage
 from app.domain.ladders import LadderConfig, ladder_config
+from app.domain.results import rfc3339
 from app.domain.times import utc
-from app.errors import Conflict, InvalidInput, NotFound
+from app.errors import Conflict, InvalidInput, NotFound, ServiceUnavailable
 from app.rating.seasons import reset_mu, reset_sigma
 from app.services.ladders import hold_ladder
 from app.storage.models import Ladder
+from app.storage.repositories import ladders as ladder_repo
 from app.storage.repositories import ratings as rating_repo
 from app.storage.repositories import rerating as rerating_repo
 from app.storage.repositories import seasons as season_repo
 from app.storage.repositories.seasons import SeasonRow
+from app.storage.unit_of_work import Transact
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,11 +81,28 @@ def open_season(
     *, session: Session, ladder: Ladder, body: SeasonCreate, now: datetime
 ) -> SeasonOut:
     """Close the ladder's current season and open ``body.id`` with the soft reset, in one
-    transaction holding the ladder. A season id the ladder has had is a 409."""
+    transaction holding the ladder; with ``starts_at``, schedule it instead
+    (:func:`schedule_season`). A season id the ladder has had, or has scheduled, is a 409."""
+    if body.starts_at is not None:
+        return schedule_season(session=session, ladder=ladder, body=body, now=now)
     ladder = hold_ladder(session=session, ladder_id=ladder.id)
+    scheduled = season_repo.scheduled(session=session, ladder_id=ladder.id)
+    if scheduled is not None and scheduled.id == body.id:
+        raise Conflict(
+            f"id: season {body.id!r} of ladder {ladder.id!r} is scheduled to open at "
+            f"{rfc3339(scheduled.starts_at)}"
+        )
+    return _open(session=session, ladder=ladder, season_id=body.id, keep=body.keep, now=now)
+
+
+def _open(
+    *, session: Session, ladder: Ladder, season_id: str, keep: float, now: datetime
+) -> SeasonOut:
+    """Open the season ``season_id`` on the ladder this transaction holds alone: the
+    closing season's standings archived, every rating reset, the seasons' rows moved on."""
     seasons = seasons_of(session=session, ladder_id=ladder.id)
-    if any(row.id == body.id for row in seasons.rows):
-        raise Conflict(f"id: ladder {ladder.id!r} has a season {body.id!r} already")
+    if any(row.id == season_id for row in seasons.rows):
+        raise Conflict(f"id: ladder {ladder.id!r} has a season {season_id!r} already")
     current = seasons.rows[-1]
     config = ladder_config(ladder.algorithm, ladder.params)
     first_seq, first_history_id = season_repo.next_numbers(session=session)
@@ -88,16 +114,14 @@ def open_season(
     season_repo.insert_standings(
         session=session, ladder_id=ladder.id, season=current.ordinal, rows=standings
     )
-    _write_resets(
-        session=session, ladder=ladder, config=config, states=states, keep=body.keep, now=now
-    )
+    _write_resets(session=session, ladder=ladder, config=config, states=states, keep=keep, now=now)
     season_repo.close_season(
         session=session, ladder_id=ladder.id, ordinal=current.ordinal, ended_at=now
     )
     opened = SeasonRow(
         ordinal=current.ordinal + 1,
-        id=body.id,
-        keep=body.keep,
+        id=season_id,
+        keep=keep,
         started_at=now,
         ended_at=None,
         first_seq=first_seq,
@@ -105,6 +129,134 @@ def open_season(
     )
     season_repo.add_season(session=session, ladder_id=ladder.id, season=opened)
     return _season_out(opened, matches=0, players=len(states))
+
+
+def schedule_season(
+    *, session: Session, ladder: Ladder, body: SeasonCreate, now: datetime
+) -> SeasonOut:
+    """Hold ``body`` to open at its ``starts_at`` (in the future): the season clock of
+    some worker opens it then (:func:`open_due_seasons`). A ladder holds one scheduled
+    season at a time."""
+    assert body.starts_at is not None
+    if body.starts_at <= now:
+        raise InvalidInput(
+            f"starts_at: {rfc3339(body.starts_at)} is not in the future; leave it out to "
+            "open the season now"
+        )
+    # Share-locked as a recording locks it: an opening (which holds it alone) either
+    # committed before, and its id is read below, or waits for this.
+    ladder_repo.lock_ladder(session=session, ladder_id=ladder.id, share=True)
+    seasons = seasons_of(session=session, ladder_id=ladder.id)
+    if any(row.id == body.id for row in seasons.rows):
+        raise Conflict(f"id: ladder {ladder.id!r} has a season {body.id!r} already")
+    pending = season_repo.scheduled(session=session, ladder_id=ladder.id)
+    row = season_repo.ScheduledRow(id=body.id, keep=body.keep, starts_at=body.starts_at)
+    try:
+        if pending is None:
+            season_repo.add_scheduled(session=session, ladder_id=ladder.id, season=row, now=now)
+    except IntegrityError:
+        pending = season_repo.scheduled(session=session, ladder_id=ladder.id)
+    if pending is not None:
+        raise Conflict(
+            f"starts_at: ladder {ladder.id!r} has season {pending.id!r} scheduled at "
+            f"{rfc3339(pending.starts_at)} already; cancel it first (DELETE "
+            f".../seasons/{pending.id})"
+        )
+    return _scheduled_out(row, ordinal=seasons.rows[-1].ordinal + 1)
+
+
+def _scheduled_out(row: season_repo.ScheduledRow, *, ordinal: int) -> SeasonOut:
+    return SeasonOut(
+        id=row.id,
+        ordinal=ordinal,
+        state="scheduled",
+        keep=row.keep,
+        starts_at=utc(row.starts_at),
+        started_at=None,
+        ended_at=None,
+        matches=0,
+        players=0,
+    )
+
+
+def cancel_season(*, session: Session, ladder: Ladder, season: str) -> SeasonOut:
+    """Cancel the ladder's scheduled season ``season`` (an open or closed one cannot be:
+    409; an unknown one is a 404)."""
+    ladder_repo.lock_ladder(session=session, ladder_id=ladder.id, share=True)
+    seasons = seasons_of(session=session, ladder_id=ladder.id)
+    pending = season_repo.scheduled(session=session, ladder_id=ladder.id)
+    if (
+        pending is not None
+        and pending.id == season
+        and season_repo.cancel_scheduled(session=session, ladder_id=ladder.id, season_id=season)
+    ):
+        return _scheduled_out(pending, ordinal=seasons.rows[-1].ordinal + 1)
+    _season(seasons, ladder.id, season)  # a 404 for a season the ladder never had
+    raise Conflict(f"season: {season[:64]!r} has opened: only a scheduled season is cancelled")
+
+
+def open_due_seasons(*, transact: Transact, now: datetime) -> list[SeasonOut]:
+    """Open every scheduled season due at ``now``, each in a transaction of its own that
+    holds its ladder, takes (deletes) the schedule's row and opens the season: whichever
+    worker or instance takes the row opens it, once; a transaction that fails (a crash, a
+    lost connection, the ladder held past the statement timeout) leaves the row for the
+    next round. Returns the seasons this call opened."""
+    due = transact(
+        lambda session: season_repo.due_ladders(session=session, now=now), read_only=True
+    )
+    opened: list[SeasonOut] = []
+    for ladder_id in due:
+
+        def work(session: Session, ladder_id: str = ladder_id) -> SeasonOut | None:
+            ladder = hold_ladder(session=session, ladder_id=ladder_id)
+            row = season_repo.take_due(session=session, ladder_id=ladder_id, now=now)
+            if row is None:
+                return None  # another worker opened it
+            return _open(session=session, ladder=ladder, season_id=row.id, keep=row.keep, now=now)
+
+        try:
+            season = transact(work)
+        except (ServiceUnavailable, NotFound) as exc:
+            _log.info("seasons: ladder %r not opened this round: %s", ladder_id, exc)
+            continue
+        except Conflict as exc:
+            # Its id was taken meanwhile by a season opened at once: the schedule goes.
+            _log.warning("seasons: scheduled season of %r dropped: %s", ladder_id, exc)
+            transact(
+                lambda session, ladder_id=ladder_id: season_repo.take_due(  # type: ignore[misc]
+                    session=session, ladder_id=ladder_id, now=now
+                )
+            )
+            continue
+        if season is not None:
+            _log.info("seasons: opened season %r of ladder %r", season.id, ladder_id)
+            opened.append(season)
+    return opened
+
+
+class SeasonClock:
+    """A thread of the worker that opens the scheduled seasons that are due, every
+    ``RATINGS_SEASON_CLOCK_S`` (:func:`open_due_seasons`)."""
+
+    def __init__(self, transact: Transact) -> None:
+        self.transact = transact
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="season-clock", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        interval = get_settings().season_clock_s
+        while not self._stop.wait(interval):
+            try:
+                open_due_seasons(transact=self.transact, now=datetime.now(UTC))
+            except Exception as exc:  # the database may be away: the next round tries again
+                _log.warning("seasons: the season clock failed: %s", type(exc).__name__)
 
 
 def _standings(
@@ -199,6 +351,7 @@ def _write_resets(
 
 def _season_out(row: SeasonRow, *, matches: int, players: int) -> SeasonOut:
     return SeasonOut(
+        starts_at=None,
         id=row.id,
         ordinal=row.ordinal,
         state="open" if row.ended_at is None else "closed",
@@ -219,10 +372,13 @@ def list_seasons(*, session: Session, ladder: Ladder, limit: int, cursor: str | 
             raise InvalidInput("cursor: not a cursor of this list")
         before = key[0]
     seasons = seasons_of(session=session, ladder_id=ladder.id)
-    chosen = [row for row in reversed(seasons.rows) if before is None or row.ordinal < before]
-    page = chosen[:limit]
-    archived = season_repo.count_standings(session=session, ladder_id=ladder.id)
+    pending = season_repo.scheduled(session=session, ladder_id=ladder.id)
     entries = []
+    if pending is not None and before is None:
+        entries.append(_scheduled_out(pending, ordinal=seasons.rows[-1].ordinal + 1))
+    chosen = [row for row in reversed(seasons.rows) if before is None or row.ordinal < before]
+    page = chosen[: limit - len(entries)]
+    archived = season_repo.count_standings(session=session, ladder_id=ladder.id)
     for row in page:
         matches = season_repo.match_counts(
             session=session,
@@ -236,7 +392,7 @@ def list_seasons(*, session: Session, ladder: Ladder, limit: int, cursor: str | 
             else archived.get(row.ordinal, 0)
         )
         entries.append(_season_out(row, matches=matches, players=players))
-    more = len(chosen) > limit
+    more = len(chosen) > len(page)
     return SeasonPage(
         entries=entries, next_cursor=encode_cursor([page[-1].ordinal]) if more else None
     )

@@ -339,6 +339,23 @@ class Season(Base):
     first_history_id: Mapped[int] = mapped_column(BigInteger)
 
 
+class ScheduledSeason(Base):
+    """The season a ladder opens by itself at ``starts_at`` (one at most per ladder): a
+    worker's season clock deletes the row in the transaction that opens the season, so it
+    opens once, and a crash before the commit leaves it for the next attempt."""
+
+    __tablename__ = "season_schedule"
+    __table_args__ = (CheckConstraint("keep >= 0 AND keep <= 1", name="keep"),)
+
+    ladder_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("ladders.id", ondelete="CASCADE"), primary_key=True
+    )
+    id: Mapped[str] = mapped_column(String(64))
+    keep: Mapped[float] = mapped_column(Float)
+    starts_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
 class SeasonStanding(Base):
     """A player's final standing in a closed season: the rating the next season's reset
     started from (its history row's "before"), the season's counted matches, and the rank

@@ -31,6 +31,7 @@ TABLES = {
     "console_sessions",
     "seasons",
     "season_standings",
+    "season_schedule",
 }
 
 

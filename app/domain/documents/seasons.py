@@ -6,9 +6,22 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+)
 
-from app.domain.documents.shared import ID_PATTERN, NextCursor, RequestBody, _one_segment
+from app.domain.documents.shared import (
+    ID_PATTERN,
+    NextCursor,
+    RequestBody,
+    _one_segment,
+    parse_time,
+)
 
 #: The id of a ladder's first season, opened when the ladder is made.
 FIRST_SEASON = "1"
@@ -28,7 +41,13 @@ class SeasonCreate(RequestBody):
     soft reset of their rating (`keep`)."""
 
     model_config = ConfigDict(
-        extra="forbid", json_schema_extra={"examples": [{"id": "2027-s1", "keep": 0.5}]}
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"id": "2027-s1", "keep": 0.5},
+                {"id": "2027-s2", "keep": 0.5, "starts_at": "2027-04-01T00:00:00Z"},
+            ]
+        },
     )
 
     id: SeasonId = Field(
@@ -46,6 +65,18 @@ class SeasonCreate(RequestBody):
         "r' = initial + f (r - initial); Glicko-2's volatility is kept). 1 (the default) "
         "carries every rating over unchanged, 0 starts everyone at the prior.",
     )
+    starts_at: datetime | None = Field(
+        default=None,
+        description="When to open it, in the future (RFC 3339): the service opens it by "
+        "itself then (within `RATINGS_SEASON_CLOCK_S`, a second by default), exactly once "
+        "whatever the number of workers and instances. A ladder holds one scheduled "
+        "season at a time. Without it the season opens now.",
+    )
+
+    @field_validator("starts_at", mode="before")
+    @classmethod
+    def _starts_at(cls, value: Any) -> datetime | None:
+        return None if value is None else parse_time(value, "starts_at")
 
 
 _SEASON_EXAMPLE: dict[str, Any] = {
@@ -53,6 +84,7 @@ _SEASON_EXAMPLE: dict[str, Any] = {
     "ordinal": 2,
     "state": "open",
     "keep": 0.5,
+    "starts_at": None,
     "started_at": "2027-01-01T00:00:00Z",
     "ended_at": None,
     "matches": 1042,
@@ -65,12 +97,15 @@ class SeasonOut(BaseModel):
 
     id: str
     ordinal: int = Field(description="The season's place in the ladder's order, from 1.")
-    state: Literal["open", "closed"] = Field(
-        description="`open`: the current season, which matches record into; `closed`: "
-        "its standings are archived."
+    state: Literal["scheduled", "open", "closed"] = Field(
+        description="`scheduled`: to open at `starts_at`; `open`: the current season, which "
+        "matches record into; `closed`: its standings are archived."
     )
     keep: float = Field(description="The soft reset's factor that opened it (1 for the first).")
-    started_at: datetime
+    starts_at: datetime | None = Field(
+        default=None, description="A scheduled season: when it opens. Null otherwise."
+    )
+    started_at: datetime | None = Field(description="When it opened; null while scheduled.")
     ended_at: datetime | None
     matches: int = Field(description="Matches recorded in the season that count.")
     players: int = Field(

@@ -16,6 +16,7 @@ from app.storage.models import (
     Participant,
     PlayerRating,
     RatingHistory,
+    ScheduledSeason,
     Season,
     SeasonStanding,
 )
@@ -53,6 +54,66 @@ def seasons_of(*, session: Session, ladder_id: str) -> list[SeasonRow]:
         .order_by(Season.ordinal)
     )
     return [SeasonRow(*row) for row in session.execute(query)]
+
+
+class ScheduledRow(NamedTuple):
+    """A season a ladder opens at a set time."""
+
+    id: str
+    keep: float
+    starts_at: datetime
+
+
+def scheduled(*, session: Session, ladder_id: str) -> ScheduledRow | None:
+    row = session.execute(
+        select(ScheduledSeason.id, ScheduledSeason.keep, ScheduledSeason.starts_at).where(
+            ScheduledSeason.ladder_id == ladder_id
+        )
+    ).first()
+    return None if row is None else ScheduledRow(*row)
+
+
+def add_scheduled(*, session: Session, ladder_id: str, season: ScheduledRow, now: datetime) -> None:
+    """Insert the ladder's scheduled season, in a savepoint: a concurrent one raises
+    ``IntegrityError`` and leaves the transaction usable."""
+    with session.begin_nested():
+        session.execute(
+            ScheduledSeason.__table__.insert().values(  # type: ignore[attr-defined]
+                ladder_id=ladder_id, created_at=now, **season._asdict()
+            )
+        )
+
+
+def cancel_scheduled(*, session: Session, ladder_id: str, season_id: str) -> bool:
+    """Delete the ladder's scheduled season ``season_id``; whether there was one."""
+    deleted = session.execute(
+        delete(ScheduledSeason).where(
+            ScheduledSeason.ladder_id == ladder_id, ScheduledSeason.id == season_id
+        )
+    )
+    return bool(getattr(deleted, "rowcount", 0))
+
+
+def due_ladders(*, session: Session, now: datetime, limit: int = 100) -> list[str]:
+    """Ladders with a scheduled season due at ``now``, the earliest first."""
+    query = (
+        select(ScheduledSeason.ladder_id)
+        .where(ScheduledSeason.starts_at <= now)
+        .order_by(ScheduledSeason.starts_at)
+        .limit(limit)
+    )
+    return list(session.scalars(query))
+
+
+def take_due(*, session: Session, ladder_id: str, now: datetime) -> ScheduledRow | None:
+    """The ladder's season due at ``now``, its row deleted by this transaction (None: none
+    is due, or another transaction took it)."""
+    row = session.execute(
+        delete(ScheduledSeason)
+        .where(ScheduledSeason.ladder_id == ladder_id, ScheduledSeason.starts_at <= now)
+        .returning(ScheduledSeason.id, ScheduledSeason.keep, ScheduledSeason.starts_at)
+    ).first()
+    return None if row is None else ScheduledRow(*row)
 
 
 def next_numbers(*, session: Session) -> tuple[int, int]:
