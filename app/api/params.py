@@ -84,6 +84,14 @@ class LeaderboardQuery(PageQuery):
     min_matches: int = Field(
         0, ge=0, le=2**31 - 1, description="Only players with this many matches."
     )
+    around: str | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_ID_LENGTH,
+        pattern=ID_PATTERN,
+        description="A player id: the page of `limit` entries centred on that player "
+        "(`prev_cursor` and `next_cursor` page on both ways). Not with `cursor`.",
+    )
 
 
 class MatchesQuery(ReadQuery):

@@ -38,28 +38,103 @@ def rating_of(row: PlayerRating) -> Rating:
 
 
 def leaderboard(
-    *, session: Session, ladder: Ladder, limit: int, cursor: str | None, min_matches: int
+    *,
+    session: Session,
+    ladder: Ladder,
+    limit: int,
+    cursor: str | None,
+    min_matches: int,
+    around: str | None = None,
 ) -> LeaderboardPage:
-    after: tuple[float, str] | None = None
-    if cursor is not None:
-        key = decode_cursor(cursor)
-        if not (
-            isinstance(key, list)
-            and len(key) == 2
-            and isinstance(key[0], int | float)
-            and not isinstance(key[0], bool)
-            and math.isfinite(key[0])
-            and isinstance(key[1], str)
-        ):
-            raise InvalidInput("cursor: not a cursor of this leaderboard")
-        after = (float(key[0]), key[1])
+    """A page of the leaderboard: the first, the one a cursor names (after its key, or
+    before it for a ``prev_cursor``), or the one centred on the player ``around``."""
+    if around is not None:
+        if cursor is not None:
+            raise InvalidInput("around: give around or a cursor, not both")
+        return _around(
+            session=session, ladder=ladder, limit=limit, min_matches=min_matches, player_id=around
+        )
+    key, backward = _leaderboard_key(cursor)
     rows = rating_repo.leaderboard(
-        session=session, ladder_id=ladder.id, after=after, limit=limit + 1, min_matches=min_matches
+        session=session,
+        ladder_id=ladder.id,
+        after=key,
+        limit=limit + 1,
+        min_matches=min_matches,
+        backward=backward,
     )
     more = len(rows) > limit
     rows = rows[:limit]
+    if backward:  # the rows before the key, nearest first: then the key's side
+        return _page(session, ladder, rows[::-1], min_matches, before=more, after=True)
+    return _page(session, ladder, rows, min_matches, before=key is not None, after=more)
+
+
+#: What a ``prev_cursor`` carries after its key: the page before it.
+_BEFORE = "before"
+
+
+def _leaderboard_key(cursor: str | None) -> tuple[tuple[float, str] | None, bool]:
+    """The key a leaderboard cursor names, and whether the page is the one before it."""
+    if cursor is None:
+        return None, False
+    key = decode_cursor(cursor)
+    if not (
+        isinstance(key, list)
+        and len(key) in (2, 3)
+        and isinstance(key[0], int | float)
+        and not isinstance(key[0], bool)
+        and math.isfinite(key[0])
+        and isinstance(key[1], str)
+        and (len(key) == 2 or key[2] == _BEFORE)
+    ):
+        raise InvalidInput("cursor: not a cursor of this leaderboard")
+    return (float(key[0]), key[1]), len(key) == 3
+
+
+def _around(
+    *, session: Session, ladder: Ladder, limit: int, min_matches: int, player_id: str
+) -> LeaderboardPage:
+    """The page of ``limit`` entries centred on the player (as near the centre as the
+    ends of the leaderboard allow)."""
+    row = rating_repo.read_rating(session=session, ladder_id=ladder.id, player_id=player_id)
+    if row is None or row.matches < min_matches:
+        raise NotFound(
+            f"around: no player {player_id[:128]!r} on this leaderboard of ladder {ladder.id!r}"
+        )
+    key = (row.conservative, row.player_id)
+    above = rating_repo.leaderboard(
+        session=session,
+        ladder_id=ladder.id,
+        after=key,
+        limit=limit,
+        min_matches=min_matches,
+        backward=True,
+    )
+    below = rating_repo.leaderboard(
+        session=session, ladder_id=ladder.id, after=key, limit=limit, min_matches=min_matches
+    )
+    ahead = min(len(above), max((limit - 1) // 2, limit - 1 - len(below)))
+    behind = min(len(below), limit - 1 - ahead)
+    rows = [*above[:ahead][::-1], row, *below[:behind]]
+    return _page(
+        session, ladder, rows, min_matches, before=len(above) > ahead, after=len(below) > behind
+    )
+
+
+def _page(
+    session: Session,
+    ladder: Ladder,
+    rows: list[rating_repo.RatingRow],
+    min_matches: int,
+    *,
+    before: bool,
+    after: bool,
+) -> LeaderboardPage:
+    """The page of ``rows`` (in leaderboard order), ranked; ``before`` and ``after``: whether
+    the leaderboard goes on before the first and after the last (each then a cursor)."""
     first_rank = 1
-    if rows and after is not None:
+    if rows and before:
         first_rank += rating_repo.count_ahead(
             session=session,
             ladder_id=ladder.id,
@@ -84,8 +159,13 @@ def leaderboard(
         )
         for n, row in enumerate(rows)
     ]
-    next_cursor = encode_cursor([rows[-1].conservative, rows[-1].player_id]) if more else None
-    return LeaderboardPage(entries=entries, next_cursor=next_cursor)
+    next_cursor = None
+    prev_cursor = None
+    if rows and after:
+        next_cursor = encode_cursor([rows[-1].conservative, rows[-1].player_id])
+    if rows and before:
+        prev_cursor = encode_cursor([rows[0].conservative, rows[0].player_id, _BEFORE])
+    return LeaderboardPage(entries=entries, next_cursor=next_cursor, prev_cursor=prev_cursor)
 
 
 def _player_view(

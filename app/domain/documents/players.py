@@ -66,6 +66,11 @@ class LeaderboardPage(BaseModel):
 
     entries: list[LeaderboardEntry]
     next_cursor: NextCursor
+    prev_cursor: str | None = Field(
+        default=None,
+        description="The page before this one, as `cursor` (null on the first page): "
+        "paging back up from a deep page or from `around`.",
+    )
 
 
 class PlayerOut(BaseModel):

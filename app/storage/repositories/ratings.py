@@ -288,27 +288,38 @@ def _rating_columns() -> tuple[Any, ...]:
 
 
 @cache
-def _leaderboard_statement(after: bool, qualified: bool) -> Executable:
+def _leaderboard_statement(after: bool, qualified: bool, backward: bool = False) -> Executable:
     limit = bindparam("limit", type_=Integer)
+    if backward:  # from the key up: the index scanned backward
+        order: tuple[Any, ...] = (PlayerRating.conservative, PlayerRating.player_id.desc())
+    else:
+        order = (PlayerRating.conservative.desc(), PlayerRating.player_id)
 
     def page(*conditions: ColumnElement[bool]) -> Select[Any]:
         query = (
             select(*_rating_columns())
             .where(PlayerRating.ladder_id == _LADDER, *conditions)
-            .order_by(PlayerRating.conservative.desc(), PlayerRating.player_id)
+            .order_by(*order)
             .limit(limit)
         )
         return query.where(PlayerRating.matches >= _MIN_MATCHES) if qualified else query
 
     if not after:
         return page()
-    # After the key: the rest of its tie, then the ratings below it. Two index range
-    # scans that each start at their first row; one range with an OR would start at the
-    # tie's first player and skip the tied players before the key one by one (a deep
-    # page among 50,000 players who share a rating walked them all).
-    tied = page(PlayerRating.conservative == _KEY_RATING, PlayerRating.player_id > _KEY_PLAYER)
-    below = page(PlayerRating.conservative < _KEY_RATING)
-    both = union_all(select(tied.subquery()), select(below.subquery())).subquery()
+    # After the key: the rest of its tie, then the ratings below it (before it, backward:
+    # the start of its tie, then the ratings above it). Two index range scans that each
+    # start at their first row; one range with an OR would start at the tie's first
+    # player and skip the tied players before the key one by one (a deep page among
+    # 50,000 players who share a rating walked them all).
+    if backward:
+        tied = page(PlayerRating.conservative == _KEY_RATING, PlayerRating.player_id < _KEY_PLAYER)
+        beyond = page(PlayerRating.conservative > _KEY_RATING)
+    else:
+        tied = page(PlayerRating.conservative == _KEY_RATING, PlayerRating.player_id > _KEY_PLAYER)
+        beyond = page(PlayerRating.conservative < _KEY_RATING)
+    both = union_all(select(tied.subquery()), select(beyond.subquery())).subquery()
+    if backward:
+        return select(*both.c).order_by(both.c.conservative, both.c.player_id.desc()).limit(limit)
     return select(*both.c).order_by(both.c.conservative.desc(), both.c.player_id).limit(limit)
 
 
@@ -319,16 +330,18 @@ def leaderboard(
     after: tuple[float, str] | None,
     limit: int,
     min_matches: int,
+    backward: bool = False,
 ) -> list[RatingRow]:
     """One page of the leaderboard after the key ``after`` (an index range scan of
     ``ix_ratings_leaderboard``), as plain rows: a page is read, never changed, and loading
-    ORM objects (identity map, change tracking) cost more than the query itself."""
+    ORM objects (identity map, change tracking) cost more than the query itself.
+    ``backward``: the ``limit`` rows just before the key instead, nearest first."""
     parameters: dict[str, Any] = {"ladder_id": ladder_id, "limit": limit}
     if min_matches > 0:
         parameters["min_matches"] = min_matches
     if after is not None:
         parameters["conservative"], parameters["player_id"] = after
-    query = _leaderboard_statement(after is not None, min_matches > 0)
+    query = _leaderboard_statement(after is not None, min_matches > 0, backward)
     return [RatingRow(*row) for row in session.execute(query, parameters)]
 
 
