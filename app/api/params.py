@@ -90,7 +90,13 @@ class LeaderboardQuery(PageQuery):
         max_length=MAX_ID_LENGTH,
         pattern=ID_PATTERN,
         description="A player id: the page of `limit` entries centred on that player "
-        "(`prev_cursor` and `next_cursor` page on both ways). Not with `cursor`.",
+        "(`prev_cursor` and `next_cursor` page on both ways). Not with `cursor` or `tier`.",
+    )
+    tier: str | None = Field(
+        None,
+        min_length=1,
+        max_length=32,
+        description="A tier's name: that tier's players alone, ranked on the whole leaderboard.",
     )
 
 

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.domain.cursors import decode_cursor, encode_cursor
-from app.domain.documents.ladders import LadderCreate, LadderDeleted, LadderOut, LadderPage
+from app.domain.documents.ladders import (
+    LadderCreate,
+    LadderDeleted,
+    LadderOut,
+    LadderPage,
+    Tier,
+)
 from app.domain.documents.seasons import FIRST_SEASON
 from app.domain.ladders import (
     LADDER_ID,
@@ -38,6 +45,7 @@ def create_ladder(*, session: Session, body: LadderCreate, now: datetime) -> tup
             created_at=now,
             bucket_width=bucket_width(body.algorithm, params),
             season=FIRST_SEASON,
+            tiers=stored_tiers(body.tiers),
         )
         try:
             ladder_repo.add_ladder(session=session, ladder=ladder)
@@ -48,6 +56,8 @@ def create_ladder(*, session: Session, body: LadderCreate, now: datetime) -> tup
         else:
             return ladder_view(session=session, ladder=ladder), True
     same = existing.algorithm == body.algorithm and existing.params == params
+    if body.tiers is not None and stored_tiers(body.tiers) != existing.tiers:
+        same = False
     if body.description is not None and body.description != existing.description:
         same = False
     if not same:
@@ -69,6 +79,7 @@ def _ladder_views(*, session: Session, ladders: Sequence[Ladder]) -> list[Ladder
             algorithm=ladder.algorithm,
             params=ladder.params,
             description=ladder.description,
+            tiers=ladder.tiers,
             created_at=utc(ladder.created_at),
             players=players.get(ladder.id, 0),
             matches=matches.get(ladder.id, 0),
@@ -150,3 +161,8 @@ def hold_ladder(*, session: Session, ladder_id: str, patient: bool = False) -> L
         raise NotFound(f"ladder: no ladder {ladder_id[:64]!r}")
     rerating_repo.lift_statement_timeout(session=session)
     return ladder
+
+
+def stored_tiers(tiers: Sequence[Tier] | None) -> list[dict[str, Any]] | None:
+    """Tiers as a ladder stores them (None for none)."""
+    return [tier.model_dump() for tier in tiers] if tiers else None

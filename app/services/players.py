@@ -23,6 +23,7 @@ from app.domain.ladders import (
     ladder_config,
     parameter_table,
 )
+from app.domain.tiers import TierList, tier_names, tier_of, tier_range
 from app.domain.times import utc
 from app.errors import InvalidInput, NotFound
 from app.rating.base import Rating
@@ -45,15 +46,25 @@ def leaderboard(
     cursor: str | None,
     min_matches: int,
     around: str | None = None,
+    tier: str | None = None,
 ) -> LeaderboardPage:
     """A page of the leaderboard: the first, the one a cursor names (after its key, or
-    before it for a ``prev_cursor``), or the one centred on the player ``around``."""
+    before it for a ``prev_cursor``), or the one centred on the player ``around``; with
+    ``tier``, of that tier's players alone (ranked on the whole leaderboard)."""
     if around is not None:
-        if cursor is not None:
-            raise InvalidInput("around: give around or a cursor, not both")
+        if cursor is not None or tier is not None:
+            raise InvalidInput("around: give around alone, not with a cursor or a tier")
         return _around(
             session=session, ladder=ladder, limit=limit, min_matches=min_matches, player_id=around
         )
+    bounds = None
+    if tier is not None:
+        bounds = tier_range(ladder.tiers, tier)
+        if bounds is None:
+            names = ", ".join(repr(name) for name in tier_names(ladder.tiers)) or "none"
+            raise InvalidInput(
+                f"tier: ladder {ladder.id!r} has no tier {tier[:32]!r} (its tiers: {names})"
+            )
     key, backward = _leaderboard_key(cursor)
     rows = rating_repo.leaderboard(
         session=session,
@@ -62,12 +73,19 @@ def leaderboard(
         limit=limit + 1,
         min_matches=min_matches,
         backward=backward,
+        bounds=bounds,
     )
     more = len(rows) > limit
     rows = rows[:limit]
+    # A tier's first page starts at the tier's top: its first rank is counted too.
+    counted = bounds is not None
     if backward:  # the rows before the key, nearest first: then the key's side
-        return _page(session, ladder, rows[::-1], min_matches, before=more, after=True)
-    return _page(session, ladder, rows, min_matches, before=key is not None, after=more)
+        return _page(
+            session, ladder, rows[::-1], min_matches, before=more, after=True, counted=counted
+        )
+    return _page(
+        session, ladder, rows, min_matches, before=key is not None, after=more, counted=counted
+    )
 
 
 #: What a ``prev_cursor`` carries after its key: the page before it.
@@ -130,11 +148,14 @@ def _page(
     *,
     before: bool,
     after: bool,
+    counted: bool = False,
 ) -> LeaderboardPage:
     """The page of ``rows`` (in leaderboard order), ranked; ``before`` and ``after``: whether
-    the leaderboard goes on before the first and after the last (each then a cursor)."""
+    the page goes on before the first and after the last (each then a cursor);
+    ``counted``: the first may follow others though the page has none before it (a
+    tier's first page)."""
     first_rank = 1
-    if rows and before:
+    if rows and (before or counted):
         first_rank += rating_repo.count_ahead(
             session=session,
             ladder_id=ladder.id,
@@ -156,6 +177,7 @@ def _page(
             matches=row.matches,
             last_played_at=utc(row.last_played_at) if row.last_played_at else None,
             volatility=row.volatility,
+            tier=tier_of(ladder.tiers, row.conservative),
         )
         for n, row in enumerate(rows)
     ]
@@ -184,11 +206,15 @@ def _player_view(
         min_matches=0,
         own_writes=own_writes,
     )
-    return _player_out(ladder.id, row, ahead, ladder.season)
+    return _player_out(ladder.id, row, ahead, ladder.season, ladder.tiers)
 
 
 def _player_out(
-    ladder_id: str, row: PlayerRating | rating_repo.RatingRow, ahead: int, season: str
+    ladder_id: str,
+    row: PlayerRating | rating_repo.RatingRow,
+    ahead: int,
+    season: str,
+    tiers: TierList | None,
 ) -> PlayerOut:
     return PlayerOut(
         ladder=ladder_id,
@@ -201,6 +227,7 @@ def _player_out(
         last_played_at=utc(row.last_played_at) if row.last_played_at else None,
         volatility=row.volatility,
         season=season,
+        tier=tier_of(tiers, row.conservative),
     )
 
 
@@ -231,8 +258,9 @@ def player_bodies(
         if player is None:
             bodies.append(unknown_player(ladder_id, player_id))
         else:
-            row, ahead, season = player
-            bodies.append(_player_out(ladder_id, row, ahead, season).model_dump_json().encode())
+            row, ahead, season, tiers = player
+            body = _player_out(ladder_id, row, ahead, season, tiers)
+            bodies.append(body.model_dump_json().encode())
     return bodies
 
 
@@ -337,4 +365,8 @@ def player_history(
         )
         for row in rows
     ]
+    if ladder.tiers:
+        for entry in entries:
+            entry.tier_before = tier_of(ladder.tiers, entry.before.conservative)
+            entry.tier_after = tier_of(ladder.tiers, entry.after.conservative)
     return HistoryPage(entries=entries, next_cursor=encode_cursor([rows[-1].id]) if more else None)

@@ -36,7 +36,7 @@ from app.domain.results import result_parts, rfc3339, with_seq
 from app.domain.times import utc
 from app.errors import Conflict, NotFound
 from app.services import accuracy, erasure
-from app.services.ladders import hold_ladder, ladder_view
+from app.services.ladders import hold_ladder, ladder_view, stored_tiers
 from app.services.rating import Planned, Rated, RatingTable, day_of, rate
 from app.services.recording import history_rows
 from app.services.seasons import (
@@ -830,7 +830,8 @@ def update_ladder(
     progress: Progress = _silent,
     patient: bool = False,
 ) -> LadderUpdated:
-    """Change a ladder's description or parameters (named ones; the rest keep their values).
+    """Change a ladder's description, tiers or parameters (named ones; the rest keep their
+    values).
 
     New parameters change what every recorded match gives, so they are refused (409) unless
     a rebuild is asked for (``rebuild_now`` or the body's ``rebuild``): then the parameters
@@ -849,6 +850,8 @@ def update_ladder(
         )
     if body.description is not None:
         ladder.description = body.description
+    if body.tiers is not None:
+        ladder.tiers = stored_tiers(body.tiers)
     ladder.params = params
     session.flush()
     result = None

@@ -33,6 +33,7 @@ from app.domain.documents.players import LeaderboardEntry, LeaderboardPage
 from app.domain.documents.seasons import SeasonCreate, SeasonOut, SeasonPage
 from app.domain.ladders import LadderConfig, ladder_config
 from app.domain.results import rfc3339
+from app.domain.tiers import tier_of
 from app.domain.times import utc
 from app.errors import Conflict, InvalidInput, NotFound, ServiceUnavailable
 from app.rating.seasons import reset_mu, reset_sigma
@@ -439,6 +440,7 @@ def standings(
             matches=entry.matches,
             last_played_at=utc(entry.last_played_at) if entry.last_played_at else None,
             volatility=entry.volatility,
+            tier=tier_of(ladder.tiers, entry.conservative),
         )
         for entry in rows
     ]

@@ -91,6 +91,8 @@ class Ladder(Base):
     bucket_width: Mapped[float] = mapped_column(Float, server_default=text("1.0"))
     #: The id of the current season (``seasons``): the first is "1" unless named.
     season: Mapped[str] = mapped_column(String(64), server_default=text("'1'"))
+    #: The ladder's tiers (``app.domain.tiers``): [{"name", "min"}], highest first; NULL: none.
+    tiers: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
 
 
 class PlayerRating(Base):

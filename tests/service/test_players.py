@@ -132,6 +132,7 @@ def test_seeding_creates_or_overwrites_and_is_an_adjustment(client: TestClient) 
         "last_played_at": None,
         "volatility": None,  # Glicko-2 ladders only
         "season": "1",
+        "tier": None,  # no tiers
     }
     default_sigma = _seed(client, "test", "other", 20.0, None)
     assert default_sigma["sigma"] == pytest.approx(25 / 3)

@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -87,6 +88,57 @@ PARAMS_SCHEMA: dict[str, Any] = {
 ParamsBody = dict[Annotated[str, StringConstraints(max_length=64)], ParamValue]
 
 
+#: Most tiers a ladder may have.
+MAX_TIERS = 32
+
+
+class Tier(RequestBody):
+    """A tier: the players whose conservative rating is at least ``min`` (and below the
+    tier above's)."""
+
+    name: Annotated[
+        str, StringConstraints(min_length=1, max_length=32, pattern=r"^[^\x00-\x1f\x7f]+$")
+    ]
+    min: float = Field(strict=True, allow_inf_nan=False, ge=-1e15, le=1e15)
+
+
+def _check_tiers(tiers: list[Tier] | None) -> list[Tier] | None:
+    """Tiers highest first: each ``min`` below the one before (no overlap), names unique."""
+    if tiers is None:
+        return None
+    names: set[str] = set()
+    for n, tier in enumerate(tiers):
+        if tier.name in names:
+            raise ValueError(f"tiers.{n}.name: {tier.name!r} is named twice")
+        names.add(tier.name)
+        if n and tier.min >= tiers[n - 1].min:
+            raise ValueError(
+                f"tiers.{n}.min: tiers go highest first, each min below the one before "
+                f"({tier.min!r} is not below {tiers[n - 1].min!r})"
+            )
+    return tiers
+
+
+Tiers = Annotated[
+    list[Tier],
+    Field(
+        max_length=MAX_TIERS,
+        description="Tiers on the conservative rating, highest first: a player is in the "
+        "first tier whose `min` their conservative rating reaches (none below the last). "
+        "Leaderboard entries, players and history entries carry their tier; "
+        "`GET .../leaderboard?tier=NAME` pages one tier. Changing them needs no rebuild.",
+    ),
+    AfterValidator(_check_tiers),
+]
+
+TIERS_EXAMPLE: list[Any] = [
+    {"name": "Diamond", "min": 30.0},
+    {"name": "Gold", "min": 20.0},
+    {"name": "Silver", "min": 10.0},
+    {"name": "Bronze", "min": -1000.0},
+]
+
+
 class LadderCreate(RequestBody):
     """A new ladder: an algorithm and its parameters (missing ones take their defaults)."""
 
@@ -112,6 +164,7 @@ class LadderCreate(RequestBody):
     description: (
         Annotated[str, StringConstraints(max_length=1000, pattern=r"^[^\x00]*$")] | None
     ) = None
+    tiers: Tiers | None = None
 
 
 LADDER_EXAMPLE: dict[str, Any] = {
@@ -127,6 +180,7 @@ LADDER_EXAMPLE: dict[str, Any] = {
         "conservative_k": 3.0,
     },
     "description": "Halo free-for-all",
+    "tiers": TIERS_EXAMPLE,
     "created_at": "2026-11-21T10:00:00Z",
     "players": 1672,
     "matches": 6227,
@@ -140,6 +194,7 @@ class LadderOut(BaseModel):
     algorithm: Algorithm
     params: dict[str, bool | float | str]
     description: str | None
+    tiers: list[Tier] | None = Field(default=None, description="The ladder's tiers, if any.")
     created_at: datetime
     players: int
     matches: int = Field(description="Recorded matches that count (voided ones left out).")
@@ -154,6 +209,7 @@ class LadderUpdate(RequestBody):
             "examples": [
                 {"params": {"tau_per_day": 0.02}, "rebuild": True},
                 {"description": "Halo 2 free-for-all, season 2"},
+                {"tiers": TIERS_EXAMPLE},
             ]
         },
     )
@@ -172,6 +228,10 @@ class LadderUpdate(RequestBody):
     description: (
         Annotated[str, StringConstraints(max_length=1000, pattern=r"^[^\x00]*$")] | None
     ) = None
+    tiers: Tiers | None = Field(
+        default=None,
+        description="New tiers (`[]`: none), replacing the ladder's; no rebuild needed.",
+    )
     rebuild: StrictBool = Field(
         default=False,
         description="Change the parameters and replay every match with them, in one transaction.",

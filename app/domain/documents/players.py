@@ -36,6 +36,13 @@ LEADERBOARD_ENTRY_EXAMPLE: dict[str, Any] = {
 }
 
 
+#: What ``tier`` is, wherever a rating shows it.
+TIER_DESCRIPTION = (
+    "The tier of the conservative rating by the ladder's `tiers` (null without tiers or "
+    "below the lowest)."
+)
+
+
 class LeaderboardEntry(BaseModel):
     model_config = ConfigDict(json_schema_extra={"examples": [LEADERBOARD_ENTRY_EXAMPLE]})
 
@@ -50,6 +57,7 @@ class LeaderboardEntry(BaseModel):
     matches: int
     last_played_at: datetime | None
     volatility: float | None = Field(default=None, description=VOLATILITY_DESCRIPTION)
+    tier: str | None = Field(default=None, description=TIER_DESCRIPTION)
 
 
 class LeaderboardPage(BaseModel):
@@ -103,6 +111,7 @@ class PlayerOut(BaseModel):
     last_played_at: datetime | None
     volatility: float | None = Field(default=None, description=VOLATILITY_DESCRIPTION)
     season: str = Field(default="1", description="The ladder's current season (its id).")
+    tier: str | None = Field(default=None, description=TIER_DESCRIPTION)
 
 
 class PlayerSeed(RequestBody):
@@ -159,6 +168,14 @@ class HistoryEntry(BaseModel):
     before: RatingOut
     after: RatingOut
     season: str = Field(default="1", description="The season the entry belongs to (its id).")
+    tier_before: str | None = Field(
+        default=None, description="The tier of the rating before, by the ladder's tiers now."
+    )
+    tier_after: str | None = Field(
+        default=None,
+        description="The tier of the rating after: where it differs from `tier_before`, "
+        "the player changed tier.",
+    )
 
 
 class HistoryPage(BaseModel):

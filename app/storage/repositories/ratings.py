@@ -3,6 +3,7 @@ counted by rating buckets and blocks."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from datetime import datetime
@@ -287,8 +288,14 @@ def _rating_columns() -> tuple[Any, ...]:
     )
 
 
+_FLOOR = bindparam("floor", type_=Float)
+_CEILING = bindparam("ceiling", type_=Float)
+
+
 @cache
-def _leaderboard_statement(after: bool, qualified: bool, backward: bool = False) -> Executable:
+def _leaderboard_statement(
+    after: bool, qualified: bool, backward: bool = False, bounded: bool = False
+) -> Executable:
     limit = bindparam("limit", type_=Integer)
     if backward:  # from the key up: the index scanned backward
         order: tuple[Any, ...] = (PlayerRating.conservative, PlayerRating.player_id.desc())
@@ -302,6 +309,10 @@ def _leaderboard_statement(after: bool, qualified: bool, backward: bool = False)
             .order_by(*order)
             .limit(limit)
         )
+        if bounded:  # one tier: floor <= conservative < ceiling
+            query = query.where(
+                PlayerRating.conservative >= _FLOOR, PlayerRating.conservative < _CEILING
+            )
         return query.where(PlayerRating.matches >= _MIN_MATCHES) if qualified else query
 
     if not after:
@@ -331,17 +342,21 @@ def leaderboard(
     limit: int,
     min_matches: int,
     backward: bool = False,
+    bounds: tuple[float, float] | None = None,
 ) -> list[RatingRow]:
     """One page of the leaderboard after the key ``after`` (an index range scan of
     ``ix_ratings_leaderboard``), as plain rows: a page is read, never changed, and loading
     ORM objects (identity map, change tracking) cost more than the query itself.
-    ``backward``: the ``limit`` rows just before the key instead, nearest first."""
+    ``backward``: the ``limit`` rows just before the key instead, nearest first;
+    ``bounds``: only the conservative ratings in [floor, ceiling) (a tier)."""
     parameters: dict[str, Any] = {"ladder_id": ladder_id, "limit": limit}
+    if bounds is not None:
+        parameters["floor"], parameters["ceiling"] = bounds
     if min_matches > 0:
         parameters["min_matches"] = min_matches
     if after is not None:
         parameters["conservative"], parameters["player_id"] = after
-    query = _leaderboard_statement(after is not None, min_matches > 0, backward)
+    query = _leaderboard_statement(after is not None, min_matches > 0, backward, bounds is not None)
     return [RatingRow(*row) for row in session.execute(query, parameters)]
 
 
@@ -512,7 +527,8 @@ def _players_key(dialect: str) -> str:
         asked = "(SELECT :ladder_id AS ladder_id, :player_id AS player_id, 1 AS n) AS q"
     return _bucketed(
         "SELECT q.n, r.ladder_id, r.player_id, r.conservative, r.mu, r.sigma, r.matches,"
-        " r.last_played_at, r.volatility, l.bucket_width AS width, l.season"
+        " r.last_played_at, r.volatility, l.bucket_width AS width, l.season,"
+        " CAST(l.tiers AS TEXT) AS tiers"
         f" FROM {asked} JOIN ratings AS r ON r.ladder_id = q.ladder_id"
         " AND r.player_id = q.player_id JOIN ladders AS l ON l.id = r.ladder_id",
         dialect,
@@ -524,7 +540,7 @@ def _read_players_sql(dialect: str) -> str:
     sql = _count_ahead_sql(
         _players_key(dialect),
         columns="k.n, k.player_id, k.mu, k.sigma, k.conservative, k.matches,"
-        " k.last_played_at, k.volatility, k.season, ",
+        " k.last_played_at, k.volatility, k.season, k.tiers, ",
     )
     # The driver's own parameter style: psycopg's pyformat, sqlite3's named.
     return re.sub(r":(\w+)", r"%(\1)s", sql) if dialect == "postgresql" else sql
@@ -532,9 +548,10 @@ def _read_players_sql(dialect: str) -> str:
 
 def read_players(
     dbapi_connection: Any, dialect: str, pairs: Sequence[tuple[str, str]]
-) -> list[tuple[RatingRow, int, str] | None]:
+) -> list[tuple[RatingRow, int, str, list[dict[str, Any]] | None] | None]:
     """For each (ladder id, player id) of ``pairs``, in order: the player's rating, how
-    many players rank ahead of it and the ladder's current season (None: no such player),
+    many players rank ahead of it, the ladder's current season and tiers (None: no such
+    player),
     on a DB-API connection in autocommit, no session. On PostgreSQL ONE statement (one
     snapshot, one round trip) answers them all: the rows and their buckets, then
     :func:`count_ahead`'s count for each; SQLite, in process, runs it once a pair."""
@@ -555,7 +572,9 @@ def read_players(
                 rows.extend((n, *row[1:]) for row in cursor.fetchall())
     finally:
         cursor.close()
-    found: list[tuple[RatingRow, int, str] | None] = [None] * len(pairs)
+    found: list[tuple[RatingRow, int, str, list[dict[str, Any]] | None] | None] = [None] * len(
+        pairs
+    )
     for row in rows:
         rating = RatingRow(
             player_id=row[1],
@@ -566,7 +585,8 @@ def read_players(
             last_played_at=versions.moment(row[6]),
             volatility=row[7],
         )
-        found[int(row[0]) - 1] = (rating, int(row[9]), str(row[8]))
+        tiers = json.loads(row[9]) if row[9] is not None else None
+        found[int(row[0]) - 1] = (rating, int(row[10]), str(row[8]), tiers)
     return found
 
 
