@@ -33,9 +33,9 @@ from sqlalchemy.orm import Session
 from app.api.deps import NowDep, ladder_of, run
 from app.api.security import Access, console_access
 from app.config import get_settings
-from app.domain.documents.shared import ID_PATTERN, MAX_ID_LENGTH
+from app.domain.documents.shared import ID_PATTERN, MAX_ID_LENGTH, MAX_PAGE
 from app.errors import ProblemError, Unauthorized, validation_detail
-from app.services import auth, console, ladders, players
+from app.services import auth, console, ladders, players, seasons
 
 _log = logging.getLogger(__name__)
 
@@ -218,13 +218,25 @@ async def ladder_page(
     limit: Limit = PAGE,
     cursor: Cursor = None,
     player: Annotated[str | None, Query(max_length=MAX_ID_LENGTH)] = None,
+    season: Annotated[str | None, Query(max_length=MAX_ID_LENGTH)] = None,
 ) -> Response:
     search = player if player and player.strip() else ""
 
     def work(session: Session) -> dict[str, Any]:
         row = ladder_of(session, ladder)
         out: dict[str, Any] = {"ladder": console.ladder_summary(session=session, ladder=row)}
-        if search:
+        listed = seasons.list_seasons(session=session, ladder=row, limit=MAX_PAGE, cursor=None)
+        out["seasons"] = listed.entries
+        out["archive"] = None
+        if season and season != row.season:
+            # A closed season's archived standings (an unknown one: the 404 page).
+            board = seasons.standings(
+                session=session, ladder=row, season=season, limit=limit, cursor=cursor
+            )
+            out["archive"] = season
+            out["entries"] = board.entries
+            out["next_cursor"] = board.next_cursor
+        elif search:
             # The id exactly as typed, else without the spaces a paste brings along.
             found = console.find_player(session=session, ladder=row, player_id=search)
             if found is None and search.strip() != search:
@@ -248,6 +260,9 @@ async def ladder_page(
             "search": search,
             "limit": limit,
             "first_page": cursor is None,
+            "season_query": f"&season={quote(context['archive'], safe='')}"
+            if context["archive"]
+            else "",
             "crumbs": [(context["ladder"].id, None)],
         },
     )

@@ -53,6 +53,9 @@ class LadderSummary:
     created_at: datetime
     players: int
     bayesian: bool
+    #: The current season's id, and whether the ladder has tiers.
+    season: str = "1"
+    tiers: bool = False
 
 
 def ladder_summary(*, session: Session, ladder: Ladder) -> LadderSummary:
@@ -65,6 +68,8 @@ def ladder_summary(*, session: Session, ladder: Ladder) -> LadderSummary:
         created_at=utc(ladder.created_at),
         players=counted.get(ladder.id, 0),
         bayesian=ladder.algorithm in BAYESIAN,
+        season=ladder.season,
+        tiers=bool(ladder.tiers),
     )
 
 

@@ -324,3 +324,37 @@ def test_open_reads_ask_no_key(client: TestClient) -> None:
     _seed_open = client.get("/console")
     assert "Sign out" not in _html(_seed_open)
     assert "no key is needed" in _html(client.get("/console/login"))
+
+
+def test_seasons_their_archives_and_tiers(client: TestClient) -> None:
+    """The season picker lists the seasons; a closed one shows its archived standings (paged
+    within it); tiers get a column; the player page names the season and the tier."""
+    _seed(client)
+    tiers = [{"name": "High", "min": 5.0}, {"name": "Low", "min": -100.0}]
+    assert client.patch("/v1/ladders/duel", json={"tiers": tiers}).status_code == 200
+    before = _board(_html(client.get("/console/ladders/duel?limit=100")))
+    assert (
+        client.post("/v1/ladders/duel/seasons", json={"id": "s2", "keep": 0.0}).status_code == 201
+    )
+    later = "2099-01-01T00:00:00Z"
+    response = client.post("/v1/ladders/duel/seasons", json={"id": "s3", "starts_at": later})
+    assert response.status_code == 201
+
+    html = _html(client.get("/console/ladders/duel"))
+    text = _text(html)
+    assert "Season: s3 (scheduled) s2 (current) 1" in text
+    assert "season s2" in text
+    assert '<a href="/console/ladders/duel?season=1">1</a>' in html
+    assert '<th scope="col">Tier</th>' in html
+
+    archive = _html(client.get("/console/ladders/duel?season=1&limit=3"))
+    assert "Season 1: final standings" in _text(archive)
+    assert _board(archive) == before[:3]
+    nxt = _next(archive)
+    assert nxt is not None and "season=1" in nxt
+    assert _board(_html(client.get(nxt))) == before[3:6]
+    assert 'name="player"' not in archive  # the search is the current leaderboard's
+    _html(client.get("/console/ladders/duel?season=nope"), 404)
+
+    player = _text(_html(client.get("/console/ladders/duel/players/p0")))
+    assert "Season s2" in player and "Tier Low" in player  # everyone at the prior now
