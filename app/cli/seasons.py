@@ -105,7 +105,8 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     start.add_argument(
         "--keep",
         type=float,
-        default=1.0,
-        help="how much of each rating carries over, 0 to 1 (default 1: unchanged)",
+        default=None,
+        help="how much of each rating carries over, 0 to 1 (default: the ladder's "
+        "season_keep, itself 1: unchanged)",
     )
     start.set_defaults(func=cmd_seasons_start)

@@ -23,12 +23,13 @@ import hmac
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TypeVar
 
 from sqlalchemy.orm import Session
 
 from app.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
 from app.storage import console_sessions
-from app.storage.models import ApiKey, KeyRow
+from app.storage.models import ApiKey, KeyRow, KeySeen
 from app.storage.repositories import keys
 from app.storage.unit_of_work import Transact
 
@@ -239,7 +240,11 @@ def too_weak(prefix: str, scope: str, needed: str) -> Forbidden:
     return Forbidden(f"Authorization: key {prefix} has scope {scope}; {needed} needed")
 
 
-def check_key(row: KeyRow | None, digest: str, needed: str) -> KeyRow:
+#: A key as read to be checked: the whole row, or what a read's validator reads of it.
+Key = TypeVar("Key", KeyRow, KeySeen)
+
+
+def check_key(row: Key | None, digest: str, needed: str) -> Key:
     """The one check of a key: the row found for ``digest`` (:func:`hash_key`; None: none
     found) is active and allows ``needed``, or the 401 or 403. Every request's key goes
     through it: :func:`authorize`, the reads' validator statement (``app.api.reads``) and
@@ -248,11 +253,12 @@ def check_key(row: KeyRow | None, digest: str, needed: str) -> KeyRow:
     if row is None or not hmac.compare_digest(row.key_hash, digest) or row.revoked_at is not None:
         raise unknown_key()
     if SCOPE_RANK.get(row.scope, -1) < SCOPE_RANK[needed]:
-        raise too_weak(row.prefix, row.scope, needed)
+        prefix = row.prefix if isinstance(row, KeyRow) else "(this key)"
+        raise too_weak(prefix, row.scope, needed)
     return row
 
 
-def use_due(row: KeyRow, now: datetime) -> bool:
+def use_due(row: KeyRow | KeySeen, now: datetime) -> bool:
     """Whether ``last_used_at`` is to be written (at most once per
     :data:`LAST_USED_RESOLUTION` per key)."""
     return row.last_used_at is None or now - _utc(row.last_used_at) >= LAST_USED_RESOLUTION

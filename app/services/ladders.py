@@ -46,6 +46,7 @@ def create_ladder(*, session: Session, body: LadderCreate, now: datetime) -> tup
             bucket_width=bucket_width(body.algorithm, params),
             season=FIRST_SEASON,
             tiers=stored_tiers(body.tiers),
+            season_keep=1.0 if body.season_keep is None else body.season_keep,
         )
         try:
             ladder_repo.add_ladder(session=session, ladder=ladder)
@@ -57,6 +58,8 @@ def create_ladder(*, session: Session, body: LadderCreate, now: datetime) -> tup
             return ladder_view(session=session, ladder=ladder), True
     same = existing.algorithm == body.algorithm and existing.params == params
     if body.tiers is not None and stored_tiers(body.tiers) != existing.tiers:
+        same = False
+    if body.season_keep is not None and body.season_keep != existing.season_keep:
         same = False
     if body.description is not None and body.description != existing.description:
         same = False
@@ -80,6 +83,7 @@ def _ladder_views(*, session: Session, ladders: Sequence[Ladder]) -> list[Ladder
             params=ladder.params,
             description=ladder.description,
             tiers=ladder.tiers,
+            season_keep=ladder.season_keep,
             created_at=utc(ladder.created_at),
             players=players.get(ladder.id, 0),
             matches=matches.get(ladder.id, 0),

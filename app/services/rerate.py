@@ -852,6 +852,8 @@ def update_ladder(
         ladder.description = body.description
     if body.tiers is not None:
         ladder.tiers = stored_tiers(body.tiers)
+    if body.season_keep is not None:
+        ladder.season_keep = body.season_keep
     ladder.params = params
     session.flush()
     result = None

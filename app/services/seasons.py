@@ -93,7 +93,8 @@ def open_season(
             f"id: season {body.id!r} of ladder {ladder.id!r} is scheduled to open at "
             f"{rfc3339(scheduled.starts_at)}"
         )
-    return _open(session=session, ladder=ladder, season_id=body.id, keep=body.keep, now=now)
+    keep = ladder.season_keep if body.keep is None else body.keep
+    return _open(session=session, ladder=ladder, season_id=body.id, keep=keep, now=now)
 
 
 def _open(
@@ -151,7 +152,8 @@ def schedule_season(
     if any(row.id == body.id for row in seasons.rows):
         raise Conflict(f"id: ladder {ladder.id!r} has a season {body.id!r} already")
     pending = season_repo.scheduled(session=session, ladder_id=ladder.id)
-    row = season_repo.ScheduledRow(id=body.id, keep=body.keep, starts_at=body.starts_at)
+    keep = ladder.season_keep if body.keep is None else body.keep
+    row = season_repo.ScheduledRow(id=body.id, keep=keep, starts_at=body.starts_at)
     try:
         if pending is None:
             season_repo.add_scheduled(session=session, ladder_id=ladder.id, season=row, now=now)

@@ -38,7 +38,7 @@ from sqlalchemy import Executable, String, bindparam, func, select, text
 from sqlalchemy.orm import Session
 
 from app.domain.times import utc
-from app.storage.models import KeyRow, Ladder, LadderVersion
+from app.storage.models import KeySeen, Ladder, LadderVersion
 
 if TYPE_CHECKING:
     import psycopg
@@ -120,7 +120,7 @@ class State(NamedTuple):
 
     created_at: datetime | None
     version: int
-    key: KeyRow | None
+    key: KeySeen | None
 
     @property
     def key_hash(self) -> str | None:
@@ -129,8 +129,7 @@ class State(NamedTuple):
 
 _STATE_COLUMNS = (
     "l.created_at, (SELECT COALESCE(SUM(v.version), 0) FROM ladder_versions v "
-    "WHERE v.ladder_id = l.id), k.id, k.scope, k.prefix, k.key_hash, k.revoked_at, "
-    "k.last_used_at"
+    "WHERE v.ladder_id = l.id), k.scope, k.key_hash, k.revoked_at, k.last_used_at"
 )
 #: The statement in each driver's parameter style (a plain DB-API cursor runs it). On
 #: PostgreSQL one statement reads any number of (ladder, key) pairs, from two arrays, in
@@ -155,8 +154,8 @@ def moment(value: Any) -> datetime | None:
 
 def _state(row: Any) -> State:
     key = None
-    if row[2] is not None:
-        key = KeyRow(row[2], row[3], row[4], row[5], moment(row[6]), moment(row[7]))
+    if row[3] is not None:
+        key = KeySeen(row[2], row[3], moment(row[4]), moment(row[5]))
     return State(moment(row[0]), int(row[1] or 0), key)
 
 

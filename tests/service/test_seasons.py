@@ -299,3 +299,27 @@ def test_an_erased_player_is_reset_in_replays_as_before(
             assert [e["player_id"] for e in archive] == [e["player_id"] for e in kept]
             for mine, theirs in zip(archive, kept, strict=True):
                 assert {**mine, "rank": 0} == {**theirs, "rank": 0}
+
+
+def test_the_ladders_season_keep_is_the_default(client: TestClient, database_url: str) -> None:
+    made = create_ladder(client, "d", season_keep=0.5)
+    assert made["season_keep"] == 0.5
+    post_match(client, "d", {"match_id": "m", "teams": [["a"], ["b"]]})
+    a = client.get("/v1/ladders/d/players/a").json()
+    opened = client.post("/v1/ladders/d/seasons", json={"id": "two"}).json()
+    assert opened["keep"] == 0.5
+    after = client.get("/v1/ladders/d/players/a").json()
+    assert after["mu"] == 25.0 + 0.5 * (a["mu"] - 25.0)
+    assert client.patch("/v1/ladders/d", json={"season_keep": 0.0}).status_code == 200
+    assert client.post("/v1/ladders/d/seasons", json={"id": "three"}).json()["keep"] == 0.0
+    assert client.get("/v1/ladders/d/players/a").json()["mu"] == 25.0
+    counts = table_counts(database_url)
+    for bad in (1.5, -0.5, "half", None):
+        body = {"id": "e", "algorithm": "trueskill", "season_keep": bad}
+        if bad is None:
+            continue
+        assert_problem(client.post("/v1/ladders", json=body), 422, "season_keep")
+        assert_problem(client.patch("/v1/ladders/d", json={"season_keep": bad}), 422, "season_keep")
+    other = {"id": "d", "algorithm": "trueskill", "season_keep": 0.25}
+    assert_problem(client.post("/v1/ladders", json=other), 409, "id")
+    assert table_counts(database_url) == counts

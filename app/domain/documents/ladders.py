@@ -88,6 +88,9 @@ PARAMS_SCHEMA: dict[str, Any] = {
 ParamsBody = dict[Annotated[str, StringConstraints(max_length=64)], ParamValue]
 
 
+#: A soft reset's factor: how much of each rating carries into a new season.
+Keep = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0.0, le=1.0)]
+
 #: Most tiers a ladder may have.
 MAX_TIERS = 32
 
@@ -165,6 +168,11 @@ class LadderCreate(RequestBody):
         Annotated[str, StringConstraints(max_length=1000, pattern=r"^[^\x00]*$")] | None
     ) = None
     tiers: Tiers | None = None
+    season_keep: Keep | None = Field(
+        default=None,
+        description="The `keep` of a new season whose request names none (default 1: "
+        "ratings carry over unchanged).",
+    )
 
 
 LADDER_EXAMPLE: dict[str, Any] = {
@@ -181,6 +189,7 @@ LADDER_EXAMPLE: dict[str, Any] = {
     },
     "description": "Halo free-for-all",
     "tiers": TIERS_EXAMPLE,
+    "season_keep": 0.5,
     "created_at": "2026-11-21T10:00:00Z",
     "players": 1672,
     "matches": 6227,
@@ -195,6 +204,9 @@ class LadderOut(BaseModel):
     params: dict[str, bool | float | str]
     description: str | None
     tiers: list[Tier] | None = Field(default=None, description="The ladder's tiers, if any.")
+    season_keep: float = Field(
+        default=1.0, description="The `keep` of a new season whose request names none."
+    )
     created_at: datetime
     players: int
     matches: int = Field(description="Recorded matches that count (voided ones left out).")
@@ -231,6 +243,9 @@ class LadderUpdate(RequestBody):
     tiers: Tiers | None = Field(
         default=None,
         description="New tiers (`[]`: none), replacing the ladder's; no rebuild needed.",
+    )
+    season_keep: Keep | None = Field(
+        default=None, description="A new default `keep` for the seasons opened from now on."
     )
     rebuild: StrictBool = Field(
         default=False,

@@ -54,16 +54,17 @@ class SeasonCreate(RequestBody):
         description="The new season's id: 1 to 64 characters, no `/` (it names the season "
         "in paths), unique in the ladder."
     )
-    keep: float = Field(
-        default=1.0,
+    keep: float | None = Field(
+        default=None,
         strict=True,
         allow_inf_nan=False,
         ge=0.0,
         le=1.0,
         description="How much of each rating carries over, f in [0, 1]: mu' = mu0 + f (mu - "
         "mu0), sigma'^2 = f sigma^2 + (1 - f) sigma0^2 against the ladder's prior (Elo: "
-        "r' = initial + f (r - initial); Glicko-2's volatility is kept). 1 (the default) "
-        "carries every rating over unchanged, 0 starts everyone at the prior.",
+        "r' = initial + f (r - initial); Glicko-2's volatility is kept). 1 carries every "
+        "rating over unchanged, 0 starts everyone at the prior. Default: the ladder's "
+        "`season_keep` (itself 1 unless set).",
     )
     starts_at: datetime | None = Field(
         default=None,
