@@ -19,7 +19,8 @@ script) drives each read for ``--seconds`` at each connection count (closed loop
 connection sends its next request when its answer is in): the leaderboard's first page,
 a deep keyset page (cursors at random ranks of the lower half), a random player with
 rank, the quality of random 4 v 4 teams and the most balanced split of 8 random players
-into two teams (their GET forms), each also with the
+into two teams (their GET forms), the 50 entries around a random player (``around=``)
+and a tier's first page (``tier=``, each of the ladder's four tiers), each also with the
 ``If-None-Match`` of the answer it would get (fetched once before). The minimal app in
 the same run is FastAPI serving, from memory, a body of the same size as the route's
 mean answer (``GET /body/{size}``, one route, no database); ``x app`` is the rate's
@@ -142,6 +143,9 @@ def paths(url: str, ladder: str, n: int, rng: random.Random) -> dict[str, list[s
         quality.append(f"{base}/quality?teams={quote(teams)}")
         players = json.dumps(ids, separators=(",", ":"))
         matchmaking.append(f"{base}/matchmaking?players={quote(players)}&teams=2")
+    around = [
+        f"{base}/leaderboard?around={prefix}{rng.randrange(n):07d}&limit=50" for _ in range(2000)
+    ]
     return {
         "first page": [f"{base}/leaderboard"],
         "deep page": [
@@ -150,7 +154,19 @@ def paths(url: str, ladder: str, n: int, rng: random.Random) -> dict[str, list[s
         "player with rank": player,
         "4 v 4 quality": quality,
         "8 players into 2 teams": matchmaking,
+        "around a player": around,
+        "a tier's first page": [f"{base}/leaderboard?tier={tier['name']}" for tier in TIERS],
     }
+
+
+#: The ladders' tiers: the big ladder's conservative ratings run from about -15 to 35, the
+#: launch ladder's sit at two values (about 3.0 and -3.0).
+TIERS = [
+    {"name": "Diamond", "min": 20.0},
+    {"name": "Gold", "min": 10.0},
+    {"name": "Silver", "min": 0.0},
+    {"name": "Bronze", "min": -1000.0},
+]
 
 
 def timed(
@@ -226,7 +242,8 @@ def run(args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
                 base_url=server.base_url, headers={"Authorization": f"Bearer {key}"}
             ) as admin:
                 for ladder in (BIG, LAUNCH):
-                    made = admin.post("/v1/ladders", json={"id": ladder, "algorithm": "trueskill"})
+                    body = {"id": ladder, "algorithm": "trueskill", "tiers": TIERS}
+                    made = admin.post("/v1/ladders", json=body)
                     assert made.status_code == 201, made.text
             started = time.monotonic()
             bench.insert_ratings(url, BIG, bench.big_ratings(args.players, args.seed))
