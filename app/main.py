@@ -81,9 +81,9 @@ def tune_gc() -> None:
 async def _lifespan(_app: FastAPI) -> AsyncIterator[None]:
     if get_settings().gc_tuning:
         tune_gc()
-    reaper = jobs.Reaper(unit_of_work.transactor())
+    reaper = jobs.reaper(unit_of_work.transactor())
     reaper.start()
-    clock = seasons.SeasonClock(unit_of_work.transactor())
+    clock = seasons.season_clock(unit_of_work.transactor())
     clock.start()
     try:
         yield

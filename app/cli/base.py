@@ -6,7 +6,7 @@ operator."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from sqlalchemy import Engine
@@ -90,3 +90,13 @@ def report_errors(step: Callable[[], int]) -> int:
             file=sys.stderr,
         )
         return 1
+
+
+def print_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    """Columns of text, each as wide as its widest cell, two spaces apart."""
+    table = [tuple(header), *(tuple(row) for row in rows)]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    for row in table:
+        print(
+            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        )

@@ -7,7 +7,7 @@ import json
 import sys
 from datetime import datetime
 
-from app.cli.base import transaction
+from app.cli.base import print_table, transaction
 from app.services import auth
 
 
@@ -39,7 +39,7 @@ def cmd_keys_list(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=2))
         return 0
     header = ("NAME", "SCOPE", "PREFIX", "CREATED", "LAST USED", "REVOKED")
-    table = [header] + [
+    table = [
         (
             key.name,
             key.scope,
@@ -50,11 +50,7 @@ def cmd_keys_list(args: argparse.Namespace) -> int:
         )
         for key in keys
     ]
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    for row in table:
-        print(
-            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        )
+    print_table(header, table)
     return 0
 
 

@@ -15,7 +15,7 @@ from typing import Any, get_args
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
-from app.cli.base import CommandError, open_database, transaction
+from app.cli.base import CommandError, open_database, print_table, transaction
 from app.cli.progress import Bars, wanted
 from app.domain.documents.ladders import LadderCreate, LadderOut
 from app.domain.documents.matches import MAX_BATCH, MAX_BATCH_SLOTS
@@ -92,7 +92,7 @@ def cmd_ladders_list(args: argparse.Namespace) -> int:
         print(json.dumps([entry.model_dump(mode="json") for entry in entries], indent=2))
         return 0
     header = ("ID", "ALGORITHM", "PLAYERS", "MATCHES", "CREATED", "DESCRIPTION")
-    table = [header] + [
+    table = [
         (
             entry.id,
             entry.algorithm,
@@ -103,11 +103,7 @@ def cmd_ladders_list(args: argparse.Namespace) -> int:
         )
         for entry in entries
     ]
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    for row in table:
-        print(
-            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        )
+    print_table(header, table)
     return 0
 
 

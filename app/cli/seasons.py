@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
-from app.cli.base import transaction
+from app.cli.base import print_table, transaction
 from app.domain.documents.seasons import SeasonCreate, SeasonOut
 from app.errors import InvalidInput, validation_detail
 from app.services import ladders, seasons
@@ -42,7 +42,7 @@ def cmd_seasons_list(args: argparse.Namespace) -> int:
         print(json.dumps([entry.model_dump(mode="json") for entry in entries], indent=2))
         return 0
     header = ("ID", "STATE", "KEEP", "STARTED", "ENDED", "MATCHES", "PLAYERS")
-    table = [header] + [
+    table = [
         (
             entry.id,
             entry.state,
@@ -54,11 +54,7 @@ def cmd_seasons_list(args: argparse.Namespace) -> int:
         )
         for entry in entries
     ]
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    for row in table:
-        print(
-            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        )
+    print_table(header, table)
     return 0
 
 

@@ -45,6 +45,7 @@ from app.domain.documents.matches import VoidResult
 from app.domain.times import utc
 from app.errors import Conflict, NotFound, problem_of
 from app.services import fitting, ladders, rerate
+from app.services.periodic import Periodic
 from app.services.rerate import Rerating
 from app.storage import cancels
 from app.storage.engine import on_postgres
@@ -442,29 +443,14 @@ def reap(now: datetime, *, transact: Transact) -> int:
     return len(stale)
 
 
-class Reaper:
-    """A thread of the worker that reaps stale jobs every third of the lease (:func:`reap`),
+def reaper(transact: Transact) -> Periodic:
+    """The worker's thread that reaps stale jobs every third of the lease (:func:`reap`),
     so a job of a dead worker is reported ended without waiting for someone to poll it."""
-
-    def __init__(self, transact: Transact) -> None:
-        self.transact = transact
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="job-reaper", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-
-    def _loop(self) -> None:
-        interval = max(0.5, get_settings().job_lease_s / 3)
-        while not self._stop.wait(interval):
-            try:
-                reap(_now(), transact=self.transact)
-            except Exception as exc:  # the database may be away: the next round tries again
-                _log.warning("jobs: reaping failed: %s", type(exc).__name__)
+    return Periodic(
+        "job-reaper",
+        max(0.5, get_settings().job_lease_s / 3),
+        lambda: reap(_now(), transact=transact),
+    )
 
 
 # -- reading ---------------------------------------------------------------------------------

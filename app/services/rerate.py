@@ -490,7 +490,7 @@ def void_match(
         affected=affected,
     )
     seasons = seasons_of(session=session, ladder_id=ladder.id)
-    scope = _unrated_resets_out(
+    scope, left = _unrated_resets_out(
         session=session, ladder_id=ladder.id, scope=scope, match=match, seasons=seasons
     )
     latest_before = dict(scope.latest)
@@ -524,6 +524,7 @@ def void_match(
         config=config,
         seasons=seasons,
         resets=replayed.resets,
+        left=left,
     )
     refresh_played(
         session=session,
@@ -630,28 +631,27 @@ MAX_SEQ = 2**63 - 1
 
 def _unrated_resets_out(
     *, session: Session, ladder_id: str, scope: _Scope, match: Match, seasons: Seasons
-) -> _Scope:
+) -> tuple[_Scope, set[int]]:
     """A reset entry of a player whose only rating before it came from the voided match
     goes (with the player's archived standing it closed): without that match the player
-    was not rated when the season opened. The scope without those entries."""
+    was not rated when the season opened. The scope without those entries, and the
+    seasons whose archives lost a player (their ranks are counted again)."""
     if len(seasons.rows) == 1:
-        return scope
+        return scope, set()
     players = sorted({p for team in match.request["teams"] for p in team if not is_pseudonym(p)})
     unrated = season_repo.leading_resets(
         session=session, ladder_id=ladder_id, player_ids=players, ignoring_seq=match.seq
     )
-    if not unrated:
-        return scope
+    left: set[int] = set()
     for reset in unrated:
+        season = seasons.opened_by(reset.id).ordinal - 1
         season_repo.delete_standings(
-            session=session,
-            ladder_id=ladder_id,
-            season=seasons.opened_by(reset.id).ordinal - 1,
-            player_ids=[reset.player_id],
+            session=session, ladder_id=ladder_id, season=season, player_ids=[reset.player_id]
         )
+        left.add(season)
     gone = {reset.id for reset in unrated}
     season_repo.delete_history_rows(session=session, ids=sorted(gone))
-    return replace(scope, history=[row for row in scope.history if row.id not in gone])
+    return replace(scope, history=[row for row in scope.history if row.id not in gone]), left
 
 
 def _latest_played_before(

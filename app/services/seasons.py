@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import bisect
 import logging
-import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -38,6 +37,7 @@ from app.domain.times import utc
 from app.errors import Conflict, InvalidInput, NotFound, ServiceUnavailable
 from app.rating.seasons import reset_mu, reset_sigma
 from app.services.ladders import hold_ladder
+from app.services.periodic import Periodic
 from app.storage.models import Ladder
 from app.storage.repositories import ladders as ladder_repo
 from app.storage.repositories import ratings as rating_repo
@@ -237,29 +237,14 @@ def open_due_seasons(*, transact: Transact, now: datetime) -> list[SeasonOut]:
     return opened
 
 
-class SeasonClock:
-    """A thread of the worker that opens the scheduled seasons that are due, every
+def season_clock(transact: Transact) -> Periodic:
+    """The worker's thread that opens the scheduled seasons that are due, every
     ``RATINGS_SEASON_CLOCK_S`` (:func:`open_due_seasons`)."""
-
-    def __init__(self, transact: Transact) -> None:
-        self.transact = transact
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="season-clock", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-
-    def _loop(self) -> None:
-        interval = get_settings().season_clock_s
-        while not self._stop.wait(interval):
-            try:
-                open_due_seasons(transact=self.transact, now=datetime.now(UTC))
-            except Exception as exc:  # the database may be away: the next round tries again
-                _log.warning("seasons: the season clock failed: %s", type(exc).__name__)
+    return Periodic(
+        "season-clock",
+        get_settings().season_clock_s,
+        lambda: open_due_seasons(transact=transact, now=datetime.now(UTC)),
+    )
 
 
 def _standings(
@@ -461,11 +446,13 @@ def rewrite_standings(
     config: LadderConfig,
     seasons: Seasons,
     resets: Iterable[dict[str, Any]],
+    left: Iterable[int] = (),
 ) -> None:
     """The archived standings that replayed reset entries (history rows with ``id``,
     ``player_id`` and their new "before") start from: each reset's "before" is its
-    player's final rating in the season before, then those seasons re-ranked."""
-    by_season: dict[int, list[dict[str, Any]]] = {}
+    player's final rating in the season before; then those seasons, and the seasons a
+    player ``left``, re-ranked."""
+    by_season: dict[int, list[dict[str, Any]]] = {season: [] for season in left}
     for reset in resets:
         closed = seasons.opened_by(reset["id"]).ordinal - 1
         sigma = reset["sigma_before"] if config.bayesian else None

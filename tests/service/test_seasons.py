@@ -323,3 +323,17 @@ def test_the_ladders_season_keep_is_the_default(client: TestClient, database_url
     other = {"id": "d", "algorithm": "trueskill", "season_keep": 0.25}
     assert_problem(client.post("/v1/ladders", json=other), 409, "id")
     assert table_counts(database_url) == counts
+
+
+def test_an_archive_closes_its_ranks_when_a_void_takes_a_player_out(client: TestClient) -> None:
+    """The voided match's other player is erased (a pseudonym: no reset of its own to
+    replay), so nothing else re-ranks the archive the unrated player leaves."""
+    create_ladder(client, "g")
+    post_match(client, "g", {"match_id": "m1", "teams": [["b"], ["x"]]})
+    post_match(client, "g", {"match_id": "m2", "teams": [["a"], ["c"]]})
+    _open(client, "g", "two", 0.5)
+    assert [e["player_id"] for e in _archive(client, "g", "1")] == ["a", "b", "c", "x"]
+    assert client.delete("/v1/ladders/g/players/x").status_code == 200
+    assert client.delete("/v1/ladders/g/matches/m1").status_code == 200
+    archive = _archive(client, "g", "1")
+    assert [(e["rank"], e["player_id"]) for e in archive] == [(1, "a"), (2, "c")]

@@ -80,7 +80,8 @@ def every_unfinished_job(*, session: Session) -> list[JobRow]:
 
 
 def backend_pid(*, session: Session) -> int | None:
-    """The PostgreSQL server process of this session's connection (None on SQLite)."""
+    """The PostgreSQL server process behind the connection this transaction uses (None
+    on SQLite)."""
     if dialect_of(session) != "postgresql":
         return None
     return int(session.scalar(text("SELECT pg_backend_pid()")) or 0) or None
