@@ -143,6 +143,12 @@ class Settings(BaseSettings):
     #: How often each worker's season clock looks for a scheduled season that is due, in
     #: seconds: a season opens at most this long after its ``starts_at``.
     season_clock_s: float = Field(default=1.0, ge=0.01, le=3600)
+    #: How often each worker looks for a ladder whose inactive players are due to be aged
+    #: again (or whose pass a stopped worker left half done), in seconds.
+    aging_clock_s: float = Field(default=60.0, ge=0.01, le=86_400)
+    #: How old the time a ladder's ratings are aged to may grow before a new pass brings
+    #: them to now, in seconds (a day: the leaderboard's order is at most a day old).
+    aging_every_s: float = Field(default=86_400.0, ge=1, le=30 * 86_400)
     #: How long ``/readyz`` waits for the database before answering 503, in seconds.
     readiness_timeout_s: float = Field(default=2.0, gt=0, le=60)
     #: uvicorn's log level: critical, error, warning, info, debug or trace.

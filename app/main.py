@@ -23,7 +23,7 @@ from app.api.writer import GroupWriter
 from app.config import Settings, get_settings
 from app.console.routes import router as console_router
 from app.console.routes import static_files as console_static
-from app.services import jobs, seasons
+from app.services import inactivity, jobs, seasons
 from app.storage import unit_of_work
 
 DESCRIPTION = """\
@@ -85,9 +85,12 @@ async def _lifespan(_app: FastAPI) -> AsyncIterator[None]:
     reaper.start()
     clock = seasons.season_clock(unit_of_work.transactor())
     clock.start()
+    aging = inactivity.aging_clock(unit_of_work.transactor())
+    aging.start()
     try:
         yield
     finally:
+        aging.stop()
         clock.stop()
         reaper.stop()
 

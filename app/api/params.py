@@ -98,6 +98,11 @@ class LeaderboardQuery(PageQuery):
         max_length=32,
         description="A tier's name: that tier's players alone, ranked on the whole leaderboard.",
     )
+    include_provisional: bool = Field(
+        False,
+        description="Show the provisional players too (still placing: see the ladder's "
+        "`placement_matches`), without a rank; the ranks count the ranked players only.",
+    )
 
 
 class MatchesQuery(ReadQuery):

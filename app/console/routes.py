@@ -244,11 +244,18 @@ async def ladder_page(
             out["entries"] = [found] if found is not None else []
             out["next_cursor"] = None
         else:
+            # Operators see everyone: provisional players too, marked.
             board = players.leaderboard(
-                session=session, ladder=row, limit=limit, cursor=cursor, min_matches=0
+                session=session,
+                ladder=row,
+                limit=limit,
+                cursor=cursor,
+                min_matches=0,
+                include_provisional=True,
             )
             out["entries"] = board.entries
             out["next_cursor"] = board.next_cursor
+            out["as_of"] = board.as_of
         return out
 
     context = await read(request, work)

@@ -10,12 +10,14 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
 from app.domain.documents.shared import RatingOut
+from app.domain.times import SECONDS_PER_DAY, utc
 from app.errors import InvalidInput
-from app.rating.base import CONSERVATIVE_K, Rating, RatingInputError, RatingModel
+from app.rating.base import CONSERVATIVE_K, Rating, RatingInputError, RatingModel, age
 from app.rating.params import LADDER_PARAMETERS, Parameter
 from app.rating.registry import WENG_LIN_MODELS, check_parameters, make_model, parameters
 
@@ -66,6 +68,33 @@ class LadderConfig:
     def stored_sigma(self, rating: Rating) -> float | None:
         return rating.sigma if self.bayesian else None
 
+    @property
+    def ages(self) -> bool:
+        """Whether time away widens a rating: ``tau_per_day`` (Glicko-2's
+        ``deviation_per_day``) above 0 on a Bayesian ladder."""
+        return self.bayesian and self.tau_per_day > 0.0
+
+    def standing(
+        self,
+        mu: float,
+        sigma: float | None,
+        last_played_at: datetime | None,
+        as_of: datetime | None,
+    ) -> tuple[float | None, float]:
+        """A rating as it stands at ``as_of``: (sigma, conservative), the sigma widened for
+        the days since the player's last match as their next match would widen it
+        (``app.rating.base.age``; Glicko-2's up to its prior deviation), on a ladder that
+        ages ratings. Without ``as_of``, a last match, or at or before that match: the
+        rating as it is. (Elo: no sigma; the conservative rating is mu.)"""
+        if not self.bayesian or sigma is None:
+            return None, mu
+        if self.ages and as_of is not None and last_played_at is not None:
+            days = (utc(as_of) - utc(last_played_at)).total_seconds() / SECONDS_PER_DAY
+            if days > 0.0:
+                ceiling = self.model.rating().sigma if self.volatile else None
+                sigma = age(Rating(mu, sigma), self.tau_per_day, days, ceiling=ceiling).sigma
+        return sigma, mu - self.conservative_k * sigma
+
 
 def _split_params(
     algorithm: str, params: Mapping[str, int | float | str]
@@ -99,6 +128,12 @@ def ladder_config(algorithm: str, params: Mapping[str, int | float | str]) -> La
         tau_per_day=ladder_params.get("tau_per_day", 0.0),
         conservative_k=ladder_params.get("conservative_k", CONSERVATIVE_K),
     )
+
+
+@lru_cache(maxsize=256)
+def config_of(algorithm: str, params_text: str) -> LadderConfig:
+    """:func:`ladder_config` of parameters as stored (JSON text), parsed once per text."""
+    return ladder_config(algorithm, json.loads(params_text))
 
 
 def full_params(algorithm: str, params: Mapping[str, int | float | str]) -> dict[str, float | str]:

@@ -76,6 +76,7 @@ def record_matches(
         [incoming_match(n, body, now) for n, body in enumerate(bodies)],
         [],
         recorded=found.recorded,
+        aged_at=found.aged_at,
     )
     results: list[tuple[str, bool] | None] = [None] * len(bodies)
     _answer_recorded(entry, results, label)

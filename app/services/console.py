@@ -56,6 +56,8 @@ class LadderSummary:
     #: The current season's id, and whether the ladder has tiers.
     season: str = "1"
     tiers: bool = False
+    #: The ladder's placement matches (0: none).
+    placement_matches: int = 0
 
 
 def ladder_summary(*, session: Session, ladder: Ladder) -> LadderSummary:
@@ -70,6 +72,7 @@ def ladder_summary(*, session: Session, ladder: Ladder) -> LadderSummary:
         bayesian=ladder.algorithm in BAYESIAN,
         season=ladder.season,
         tiers=bool(ladder.tiers),
+        placement_matches=ladder.placement_matches,
     )
 
 

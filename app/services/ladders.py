@@ -47,6 +47,7 @@ def create_ladder(*, session: Session, body: LadderCreate, now: datetime) -> tup
             season=FIRST_SEASON,
             tiers=stored_tiers(body.tiers),
             season_keep=1.0 if body.season_keep is None else body.season_keep,
+            placement_matches=body.placement_matches or 0,
         )
         try:
             ladder_repo.add_ladder(session=session, ladder=ladder)
@@ -60,6 +61,8 @@ def create_ladder(*, session: Session, body: LadderCreate, now: datetime) -> tup
     if body.tiers is not None and stored_tiers(body.tiers) != existing.tiers:
         same = False
     if body.season_keep is not None and body.season_keep != existing.season_keep:
+        same = False
+    if body.placement_matches is not None and body.placement_matches != existing.placement_matches:
         same = False
     if body.description is not None and body.description != existing.description:
         same = False
@@ -84,6 +87,7 @@ def _ladder_views(*, session: Session, ladders: Sequence[Ladder]) -> list[Ladder
             description=ladder.description,
             tiers=ladder.tiers,
             season_keep=ladder.season_keep,
+            placement_matches=ladder.placement_matches,
             created_at=utc(ladder.created_at),
             players=players.get(ladder.id, 0),
             matches=matches.get(ladder.id, 0),

@@ -25,6 +25,10 @@ class Periodic:
     def start(self) -> None:
         self._thread.start()
 
+    def stopping(self) -> bool:
+        """Whether the worker is stopping: a long tick stops between its steps."""
+        return self._stop.is_set()
+
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=5)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -20,10 +22,12 @@ from app.domain.documents.players import (
 from app.domain.ladders import (
     BAYESIAN,
     LadderConfig,
+    config_of,
     ladder_config,
     parameter_table,
 )
-from app.domain.tiers import TierList, tier_names, tier_of, tier_range
+from app.domain.placement import is_provisional
+from app.domain.tiers import tier_names, tier_of, tier_range
 from app.domain.times import utc
 from app.errors import InvalidInput, NotFound
 from app.rating.base import Rating
@@ -47,16 +51,17 @@ def leaderboard(
     min_matches: int,
     around: str | None = None,
     tier: str | None = None,
+    include_provisional: bool = False,
 ) -> LeaderboardPage:
     """A page of the leaderboard: the first, the one a cursor names (after its key, or
     before it for a ``prev_cursor``), or the one centred on the player ``around``; with
-    ``tier``, of that tier's players alone (ranked on the whole leaderboard)."""
+    ``tier``, of that tier's players alone (ranked on the whole leaderboard). Provisional
+    players are left out unless ``include_provisional``."""
+    board = _Board(ladder, min_matches, include_provisional)
     if around is not None:
         if cursor is not None or tier is not None:
             raise InvalidInput("around: give around alone, not with a cursor or a tier")
-        return _around(
-            session=session, ladder=ladder, limit=limit, min_matches=min_matches, player_id=around
-        )
+        return _around(session=session, board=board, limit=limit, player_id=around)
     bounds = None
     if tier is not None:
         bounds = tier_range(ladder.tiers, tier)
@@ -66,26 +71,65 @@ def leaderboard(
                 f"tier: ladder {ladder.id!r} has no tier {tier[:32]!r} (its tiers: {names})"
             )
     key, backward = _leaderboard_key(cursor)
-    rows = rating_repo.leaderboard(
-        session=session,
-        ladder_id=ladder.id,
-        after=key,
-        limit=limit + 1,
-        min_matches=min_matches,
-        backward=backward,
-        bounds=bounds,
-    )
+    rows = board.rows(session, after=key, limit=limit + 1, backward=backward, bounds=bounds)
     more = len(rows) > limit
     rows = rows[:limit]
     # A tier's first page starts at the tier's top: its first rank is counted too.
     counted = bounds is not None
     if backward:  # the rows before the key, nearest first: then the key's side
-        return _page(
-            session, ladder, rows[::-1], min_matches, before=more, after=True, counted=counted
+        return _page(session, board, rows[::-1], before=more, after=True, counted=counted)
+    return _page(session, board, rows, before=key is not None, after=more, counted=counted)
+
+
+@dataclass(frozen=True, slots=True)
+class _Board:
+    """The leaderboard a request reads: the ladder's, of the players with ``min_matches``
+    matches, placed ones only unless ``include_provisional`` (ranks count placed ones
+    only either way)."""
+
+    ladder: Ladder
+    min_matches: int
+    include_provisional: bool
+
+    @property
+    def shown(self) -> int:
+        """The placement matches a player needs to be on this board."""
+        return 0 if self.include_provisional else self.ladder.placement_matches
+
+    def provisional(self, row: rating_repo.RatingRow | PlayerRating) -> bool:
+        return is_provisional(self.ladder.placement_matches, row.matches, row.season_base)
+
+    def rows(
+        self,
+        session: Session,
+        *,
+        after: tuple[float, str] | None,
+        limit: int,
+        backward: bool = False,
+        bounds: tuple[float, float] | None = None,
+    ) -> list[rating_repo.RatingRow]:
+        return rating_repo.leaderboard(
+            session=session,
+            ladder_id=self.ladder.id,
+            after=after,
+            limit=limit,
+            min_matches=self.min_matches,
+            backward=backward,
+            bounds=bounds,
+            placement=self.shown,
         )
-    return _page(
-        session, ladder, rows, min_matches, before=key is not None, after=more, counted=counted
-    )
+
+    def ahead(self, session: Session, row: rating_repo.RatingRow | PlayerRating) -> int:
+        """How many ranked players of the board are ahead of ``row``."""
+        return rating_repo.count_ahead(
+            session=session,
+            ladder_id=self.ladder.id,
+            bucket_width=self.ladder.bucket_width,
+            conservative=row.conservative,
+            player_id=row.player_id,
+            min_matches=self.min_matches,
+            placement=self.ladder.placement_matches,
+        )
 
 
 #: What a ``prev_cursor`` carries after its key: the page before it.
@@ -110,41 +154,32 @@ def _leaderboard_key(cursor: str | None) -> tuple[tuple[float, str] | None, bool
     return (float(key[0]), key[1]), len(key) == 3
 
 
-def _around(
-    *, session: Session, ladder: Ladder, limit: int, min_matches: int, player_id: str
-) -> LeaderboardPage:
+def _around(*, session: Session, board: _Board, limit: int, player_id: str) -> LeaderboardPage:
     """The page of ``limit`` entries centred on the player (as near the centre as the
     ends of the leaderboard allow)."""
+    ladder = board.ladder
     row = rating_repo.read_rating(session=session, ladder_id=ladder.id, player_id=player_id)
-    if row is None or row.matches < min_matches:
+    if (
+        row is None
+        or row.matches < board.min_matches
+        or row.matches - row.season_base < board.shown
+    ):
         raise NotFound(
             f"around: no player {player_id[:128]!r} on this leaderboard of ladder {ladder.id!r}"
         )
     key = (row.conservative, row.player_id)
-    above = rating_repo.leaderboard(
-        session=session,
-        ladder_id=ladder.id,
-        after=key,
-        limit=limit,
-        min_matches=min_matches,
-        backward=True,
-    )
-    below = rating_repo.leaderboard(
-        session=session, ladder_id=ladder.id, after=key, limit=limit, min_matches=min_matches
-    )
+    above = board.rows(session, after=key, limit=limit, backward=True)
+    below = board.rows(session, after=key, limit=limit)
     ahead = min(len(above), max((limit - 1) // 2, limit - 1 - len(below)))
     behind = min(len(below), limit - 1 - ahead)
     rows = [*above[:ahead][::-1], row, *below[:behind]]
-    return _page(
-        session, ladder, rows, min_matches, before=len(above) > ahead, after=len(below) > behind
-    )
+    return _page(session, board, rows, before=len(above) > ahead, after=len(below) > behind)
 
 
 def _page(
     session: Session,
-    ladder: Ladder,
+    board: _Board,
     rows: list[rating_repo.RatingRow],
-    min_matches: int,
     *,
     before: bool,
     after: bool,
@@ -153,41 +188,69 @@ def _page(
     """The page of ``rows`` (in leaderboard order), ranked; ``before`` and ``after``: whether
     the page goes on before the first and after the last (each then a cursor);
     ``counted``: the first may follow others though the page has none before it (a
-    tier's first page)."""
-    first_rank = 1
+    tier's first page). A provisional row has no rank and no tier; the ranks count the
+    ranked rows."""
+    ladder = board.ladder
+    next_rank = 1
     if rows and (before or counted):
-        first_rank += rating_repo.count_ahead(
-            session=session,
-            ladder_id=ladder.id,
-            bucket_width=ladder.bucket_width,
-            conservative=rows[0].conservative,
-            player_id=rows[0].player_id,
-            min_matches=min_matches,
-        )
+        next_rank += board.ahead(session, rows[0])
     bayesian = ladder.algorithm in BAYESIAN
-    # Typed values from the database: constructed without validating them again, which
-    # cost a first page more CPU time than reading its rows.
-    entries = [
-        LeaderboardEntry.model_construct(
-            rank=first_rank + n,
-            player_id=row.player_id,
-            mu=row.mu,
-            sigma=row.sigma if bayesian else None,
-            conservative=row.conservative,
-            matches=row.matches,
-            last_played_at=utc(row.last_played_at) if row.last_played_at else None,
-            volatility=row.volatility,
-            tier=tier_of(ladder.tiers, row.conservative),
+    aged = _aged(ladder.algorithm, ladder.params, ladder.aged_at)
+    entries = []
+    for row in rows:
+        provisional = ladder.placement_matches > 0 and board.provisional(row)
+        rank = None if provisional else next_rank
+        next_rank += 0 if provisional else 1
+        # Typed values from the database: constructed without validating them again,
+        # which cost a first page more CPU time than reading its rows.
+        entries.append(
+            LeaderboardEntry.model_construct(
+                rank=rank,
+                player_id=row.player_id,
+                mu=row.mu,
+                sigma=_sigma(aged, row) if bayesian else None,
+                conservative=row.conservative,
+                matches=row.matches,
+                last_played_at=utc(row.last_played_at) if row.last_played_at else None,
+                volatility=row.volatility,
+                tier=None if provisional else tier_of(ladder.tiers, row.conservative),
+                provisional=provisional,
+            )
         )
-        for n, row in enumerate(rows)
-    ]
     next_cursor = None
     prev_cursor = None
     if rows and after:
         next_cursor = encode_cursor([rows[-1].conservative, rows[-1].player_id])
     if rows and before:
         prev_cursor = encode_cursor([rows[0].conservative, rows[0].player_id, _BEFORE])
-    return LeaderboardPage(entries=entries, next_cursor=next_cursor, prev_cursor=prev_cursor)
+    return LeaderboardPage(
+        entries=entries,
+        next_cursor=next_cursor,
+        prev_cursor=prev_cursor,
+        as_of=aged[1] if aged is not None else None,
+    )
+
+
+#: A ladder that ages ratings and the time they are aged to.
+_Aged = tuple[LadderConfig, datetime]
+
+
+def _aged(algorithm: str, params: Any, aged_at: datetime | None) -> _Aged | None:
+    """The ladder's configuration and ``aged_at`` where its ratings are aged (None: they
+    are shown as stored)."""
+    if aged_at is None:
+        return None
+    text = params if isinstance(params, str) else json.dumps(params, sort_keys=True)
+    config = config_of(algorithm, text)
+    return (config, utc(aged_at)) if config.ages else None
+
+
+def _sigma(aged: _Aged | None, row: rating_repo.RatingRow | PlayerRating) -> float | None:
+    """The sigma a rating shows: as it stands at the ladder's ``aged_at`` (the stored
+    conservative rating's), widened for the time since the player's last match."""
+    if aged is None:
+        return row.sigma
+    return aged[0].standing(row.mu, row.sigma, row.last_played_at, aged[1])[0]
 
 
 def _player_view(
@@ -205,29 +268,40 @@ def _player_view(
         player_id=row.player_id,
         min_matches=0,
         own_writes=own_writes,
+        placement=ladder.placement_matches,
     )
-    return _player_out(ladder.id, row, ahead, ladder.season, ladder.tiers)
+    answer = rating_repo.PlayerAnswer(
+        rating_repo.RatingRow(*(getattr(row, name) for name in rating_repo.RatingRow._fields)),
+        ahead,
+        ladder.season,
+        ladder.tiers,
+        ladder.placement_matches,
+        ladder.algorithm,
+        json.dumps(ladder.params, sort_keys=True),
+        ladder.aged_at,
+    )
+    return _player_out(ladder.id, answer)
 
 
-def _player_out(
-    ladder_id: str,
-    row: PlayerRating | rating_repo.RatingRow,
-    ahead: int,
-    season: str,
-    tiers: TierList | None,
-) -> PlayerOut:
+def _player_out(ladder_id: str, answer: rating_repo.PlayerAnswer) -> PlayerOut:
+    row = answer.rating
+    provisional = is_provisional(answer.placement, row.matches, row.season_base)
+    aged = _aged(answer.algorithm, answer.params, answer.aged_at)
     return PlayerOut(
         ladder=ladder_id,
         player_id=row.player_id,
         mu=row.mu,
-        sigma=row.sigma,
+        sigma=_sigma(aged, row),
         conservative=row.conservative,
-        rank=ahead + 1,
+        rank=None if provisional else answer.ahead + 1,
         matches=row.matches,
         last_played_at=utc(row.last_played_at) if row.last_played_at else None,
         volatility=row.volatility,
-        season=season,
-        tier=tier_of(tiers, row.conservative),
+        season=answer.season,
+        tier=None if provisional else tier_of(answer.tiers, row.conservative),
+        season_matches=row.matches - row.season_base,
+        provisional=provisional,
+        as_of=aged[1] if aged is not None else None,
     )
 
 
@@ -258,8 +332,7 @@ def player_bodies(
         if player is None:
             bodies.append(unknown_player(ladder_id, player_id))
         else:
-            row, ahead, season, tiers = player
-            body = _player_out(ladder_id, row, ahead, season, tiers)
+            body = _player_out(ladder_id, player)
             bodies.append(body.model_dump_json().encode())
     return bodies
 
@@ -298,7 +371,9 @@ def seed_player(
     old_volatility = row.volatility
     row.mu = new.mu
     row.sigma = config.stored_sigma(new)
-    row.conservative = config.conservative(new)
+    # As it stands at the ladder's aged_at: widened for the time since the last match,
+    # as the next match will widen it (inactivity).
+    row.conservative = config.standing(new.mu, row.sigma, row.last_played_at, ladder.aged_at)[1]
     row.updated_at = now
     if config.volatile and body.volatility is not None:
         row.volatility = body.volatility

@@ -277,9 +277,12 @@ def _rating_rows(
     states: Sequence[rating_repo.RatingState],
     planned: Sequence[Planned],
     now: datetime,
+    as_of: datetime | None = None,
 ) -> list[dict[str, Any]]:
     """The table's new ratings of the players who played, with their match counts and
-    latest played_at, as rows of ``ratings``."""
+    latest played_at, as rows of ``ratings``; the conservative rating as it stands at
+    ``as_of`` (the ladder's ``aged_at``: a match reported after it, played before it,
+    leaves its players aged to it as the others are)."""
     played: dict[str, int] = {}
     latest: dict[str, datetime] = {}
     for match in planned:
@@ -298,16 +301,16 @@ def _rating_rows(
         p = table.index[state.player_id]
         last = state.last_played_at
         newest = latest[state.player_id]
+        last = newest if last is None or utc(last) < newest else last
+        stored_sigma = sigma[p] if config.bayesian else None
         rows.append(
             {
                 "player_id": state.player_id,
                 "mu": mu[p],
-                "sigma": sigma[p] if config.bayesian else None,
-                "conservative": (
-                    mu[p] - config.conservative_k * sigma[p] if config.bayesian else mu[p]
-                ),
+                "sigma": stored_sigma,
+                "conservative": config.standing(mu[p], stored_sigma, last, as_of)[1],
                 "matches": state.matches + played[state.player_id],
-                "last_played_at": newest if last is None or utc(last) < newest else last,
+                "last_played_at": last,
                 "updated_at": now,
                 "volatility": volatility[p] if volatility is not None else None,
             }
@@ -381,6 +384,8 @@ class LadderWork:
     created: set[str] = field(default_factory=set)
     #: The ladder's matches recorded under the group's match_ids.
     recorded: dict[str, match_repo.StoredMatch] = field(default_factory=dict)
+    #: The time the ladder's stored conservative ratings are aged to (None: not aged).
+    aged_at: datetime | None = None
 
 
 def _admit(
@@ -418,7 +423,7 @@ def _admit(
             auth.record_use(session, key_id=key.id, now=s.now)
         used.add(key.id)
         ladder, config = ladder_and_config(s.ladder_id, row.algorithm, row.params)
-        entry = work.setdefault(ladder.id, LadderWork(ladder, config, [], []))
+        entry = work.setdefault(ladder.id, LadderWork(ladder, config, [], [], aged_at=row.aged_at))
         entry.incoming.append(incoming_match(n, s.body, s.now))
         entry.recorded.update(row.recorded)
     return work
@@ -571,6 +576,7 @@ class RatedLadder:
     kept: list[_Incoming]
     planned: list[Planned]
     rated: Rated
+    aged_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -650,7 +656,12 @@ def rows_of(
         )
     for r in ladders:
         rows.ratings[r.ladder.id] = _rating_rows(
-            config=r.config, table=r.table, states=r.states, planned=r.planned, now=latest
+            config=r.config,
+            table=r.table,
+            states=r.states,
+            planned=r.planned,
+            now=latest,
+            as_of=r.aged_at,
         )
     return rows
 
@@ -701,7 +712,9 @@ def record_group(*, session: Session, submitted: Sequence[Submitted]) -> list[An
             )
         if kept:
             rated_by_ladder.append(
-                RatedLadder(entry.ladder, entry.config, states, table, kept, planned, rated)
+                RatedLadder(
+                    entry.ladder, entry.config, states, table, kept, planned, rated, entry.aged_at
+                )
             )
     now_of = [s.now for s in submitted].__getitem__
     for index, text in write_rated(session, rated_by_ladder, now_of, latest):

@@ -46,6 +46,7 @@ from app.services.seasons import (
     rewrite_standings,
     seasons_of,
 )
+from app.storage import blocks
 from app.storage.models import Ladder, Match, RatingHistory
 from app.storage.repositories import ladders as ladder_repo
 from app.storage.repositories import matches as match_repo
@@ -402,15 +403,19 @@ def _rating_row(
     matches: int,
     last_played_at: datetime | None,
     now: datetime,
+    as_of: datetime | None,
 ) -> dict[str, Any]:
+    """A replayed rating as a row of ``ratings``: its conservative rating as it stands at
+    ``as_of`` (the ladder's ``aged_at``)."""
     p = table.index[player]
-    mu, sigma = float(table.mu[p]), float(table.sigma[p])
+    mu = float(table.mu[p])
+    sigma = float(table.sigma[p]) if config.bayesian else None
     volatility = float(table.volatility[p]) if table.volatility is not None else None
     return {
         "player_id": player,
         "mu": mu,
-        "sigma": sigma if config.bayesian else None,
-        "conservative": mu - config.conservative_k * sigma if config.bayesian else mu,
+        "sigma": sigma,
+        "conservative": config.standing(mu, sigma, last_played_at, as_of)[1],
         "matches": matches,
         "last_played_at": last_played_at,
         "updated_at": now,
@@ -507,6 +512,11 @@ def void_match(
     change.add(_stored_tally([*affected, match]), -1)
     accuracy.adjust(session=session, ladder_id=ladder.id, change=change)
     _mark_voided(session=session, match=match, now=now)
+    if match.seq < seasons.rows[-1].first_seq:
+        # A match of a closed season: its players' matches before this one go down too.
+        rerating_repo.lower_season_base(
+            session=session, ladder_id=ladder.id, player_ids=sorted(voided_players)
+        )
     _write_void_ratings(
         session=session,
         ladder_id=ladder.id,
@@ -517,6 +527,7 @@ def void_match(
         latest_before=latest_before,
         newest=_newest_played(affected),
         now=now,
+        as_of=ladder.aged_at,
     )
     rewrite_standings(
         session=session,
@@ -723,10 +734,11 @@ def _write_void_ratings(
     latest_before: dict[str, datetime | None],
     newest: dict[str, datetime],
     now: datetime,
+    as_of: datetime | None,
 ) -> None:
-    """The reached players' new ratings; the voided match's players lose it from their
-    match counts and latest played_at, and one whose only match it was (and who was never
-    seeded) leaves the leaderboard: it was never rated."""
+    """The reached players' new ratings (aged to ``as_of``); the voided match's players
+    lose it from their match counts and latest played_at, and one whose only match it was
+    (and who was never seeded) leaves the leaderboard: it was never rated."""
     rows = []
     gone = []
     for state in states:
@@ -740,7 +752,7 @@ def _write_void_ratings(
             last = max(candidates) if candidates else None
             if count == 0:
                 gone.append(player)
-        rows.append(_rating_row(config, table, player, count, last, now))
+        rows.append(_rating_row(config, table, player, count, last, now, as_of))
     seeded = rerating_repo.players_with_adjustments(
         session=session, ladder_id=ladder_id, player_ids=gone
     )
@@ -798,22 +810,31 @@ def rebuild(
     table = replayed.table
     accuracy.replace(session=session, ladder_id=ladder.id, tally=replayed.tally)
     counts: dict[str, int] = {}
+    # Each player's matches before the current season (placement counts the season's).
+    before_season: dict[str, int] = {}
+    season_start = seasons.rows[-1].first_seq
     newest: dict[str, datetime] = {}
     for row in matches:
         played = utc(row.played_at)
         for player in _players(row):
             counts[player] = counts.get(player, 0) + 1
+            if row.seq < season_start:
+                before_season[player] = before_season.get(player, 0) + 1
             if player not in newest or newest[player] < played:
                 newest[player] = played
     rows = [
-        _rating_row(
-            config,
-            table,
-            state.player_id,
-            counts.get(state.player_id, 0),
-            newest.get(state.player_id),
-            now,
-        )
+        {
+            **_rating_row(
+                config,
+                table,
+                state.player_id,
+                counts.get(state.player_id, 0),
+                newest.get(state.player_id),
+                now,
+                ladder.aged_at,
+            ),
+            "season_base": before_season.get(state.player_id, 0),
+        }
         for state in states
     ]
     rating_repo.update_ratings(session=session, ladder_id=ladder.id, rows=rows)
@@ -854,6 +875,11 @@ def update_ladder(
         ladder.tiers = stored_tiers(body.tiers)
     if body.season_keep is not None:
         ladder.season_keep = body.season_keep
+    placed = (
+        body.placement_matches is not None and body.placement_matches != ladder.placement_matches
+    )
+    if body.placement_matches is not None:
+        ladder.placement_matches = body.placement_matches
     ladder.params = params
     session.flush()
     result = None
@@ -861,6 +887,9 @@ def update_ladder(
         result = rebuild(
             session=session, ladder=ladder, now=now, progress=progress, patient=patient
         )
+    if placed:
+        # The rank counts hold the placed players only: who that is has just changed.
+        blocks.recount(session, ladder_id=ladder.id)
     return LadderUpdated(ladder=ladder_view(session=session, ladder=ladder), rebuild=result)
 
 

@@ -329,8 +329,13 @@ def _write_resets(
                 "player_id": state.player_id,
                 "mu": after_mu,
                 "sigma": after_sigma,
-                "conservative": _conservative(config, after_mu, after_sigma),
+                # As it stands at the ladder's aged_at (inactivity), as every rating does.
+                "conservative": config.standing(
+                    after_mu, after_sigma, state.last_played_at, ladder.aged_at
+                )[1],
                 "updated_at": now,
+                # The new season's counted matches start from here (placement).
+                "season_base": state.matches,
             }
         )
     rating_repo.update_ratings(session=session, ladder_id=ladder.id, rows=ratings)

@@ -111,12 +111,23 @@ def _stripe_sql(dialect: str) -> str:
     )
 
 
+#: SQL: whether the rating ``r`` is counted in its ladder's buckets and blocks (a ladder
+#: with placement counts its placed players only: migration 0023).
+COUNTED = (
+    "r.matches - r.season_base >= (SELECT l.placement_matches FROM ladders AS l"
+    " WHERE l.id = r.ladder_id)"
+)
+
+
 @cache
-def _pieces_statement(dialect: str, bounded: bool) -> Executable:
+def _pieces_statement(dialect: str, bounded: bool, placed: bool) -> Executable:
     """The players of one block (a bucket's range of the leaderboard index, from the
     block's fence to the next) numbered by id: the counts of its pieces of ``:piece``
-    players, per stripe, each piece named by its first id (the first keeps the fence)."""
+    players, per stripe, each piece named by its first id (the first keeps the fence).
+    ``placed``: the ladder has placement, and its blocks count the placed players only."""
     below_next = " AND r.player_id < :next_id" if bounded else ""
+    if placed:
+        below_next += f" AND {COUNTED}"
     return text(
         "WITH block AS ("
         f" SELECT r.player_id, {_stripe_sql(dialect)} AS stripe,"
@@ -162,9 +173,12 @@ def cut(
             text("SELECT pg_advisory_xact_lock(:lock, hashtext(:ladder_id))"),
             {"lock": RANK_LOCK, "ladder_id": ladder_id},
         )
-    width = session.scalar(select(Ladder.bucket_width).where(Ladder.id == ladder_id))
-    if width is None:
+    found = session.execute(
+        select(Ladder.bucket_width, Ladder.placement_matches).where(Ladder.id == ladder_id)
+    ).first()
+    if found is None:
         return 0
+    width, placement = found
     query = (
         select(RatingBlock.bucket, RatingBlock.first_id)
         .where(RatingBlock.ladder_id == ladder_id)
@@ -177,7 +191,16 @@ def cut(
     blocks = session.execute(query).all()
     piece = max(1, full_row // 2) * STRIPES.get(dialect, 1)
     for bucket, first_id in blocks:
-        _cut_one(session, dialect, ladder_id, int(bucket), str(first_id), float(width), piece)
+        _cut_one(
+            session,
+            dialect,
+            ladder_id,
+            int(bucket),
+            str(first_id),
+            float(width),
+            piece,
+            placement > 0,
+        )
     return len(blocks)
 
 
@@ -189,6 +212,7 @@ def _cut_one(
     first_id: str,
     width: float,
     piece: int,
+    placed: bool,
 ) -> None:
     of_bucket = (RatingBlock.ladder_id == ladder_id, RatingBlock.bucket == bucket)
     next_id = session.scalar(
@@ -204,7 +228,8 @@ def _cut_one(
     }
     if next_id is not None:
         parameters["next_id"] = next_id
-    pieces = session.execute(_pieces_statement(dialect, next_id is not None), parameters).all()
+    statement = _pieces_statement(dialect, next_id is not None, placed)
+    pieces = session.execute(statement, parameters).all()
     session.execute(delete(RatingBlock).where(*of_bucket, RatingBlock.first_id == first_id))
     if pieces:
         session.execute(
@@ -275,3 +300,49 @@ def cut_full(session: Session, *, ladder_id: str) -> int:
     if not full(session=session, ladder_id=ladder_id):
         return 0
     return cut(session=session, ladder_id=ladder_id, most=CUTS_AT_ONCE)
+
+
+def recount(session: Session, *, ladder_id: str) -> None:
+    """Count the ladder's rating buckets and blocks again from its ratings (its placed
+    players only, where it has placement): after its ``placement_matches`` changed, in
+    the transaction that holds the ladder alone, after its last write to ``ratings``.
+    This transaction's own pending changes to them are dropped (the count includes them).
+    One block per bucket and stripe: the service cuts the full ones as it goes (or
+    ``ratings ladders blocks`` at once)."""
+    dialect = session.get_bind().dialect.name
+    parameters = {"ladder_id": ladder_id}
+    if dialect == "postgresql":
+        session.execute(
+            text("SELECT pg_advisory_xact_lock(:lock, hashtext(:ladder_id))"),
+            {"lock": RANK_LOCK, **parameters},
+        )
+        session.execute(
+            text(
+                "DELETE FROM rating_bucket_deltas"
+                " WHERE txid = txid_current() AND ladder_id = :ladder_id"
+            ),
+            parameters,
+        )
+    session.execute(delete(RatingBlock).where(RatingBlock.ladder_id == ladder_id))
+    session.execute(text("DELETE FROM rating_buckets WHERE ladder_id = :ladder_id"), parameters)
+    bucket = bucket_sql("r.conservative", "l.bucket_width", dialect)
+    session.execute(
+        text(
+            "INSERT INTO rating_buckets (ladder_id, bucket, stripe, players)"
+            " SELECT ladder_id, bucket, stripe, count(*) FROM ("
+            f" SELECT r.ladder_id, {bucket} AS bucket, {_stripe_sql(dialect)} AS stripe"
+            " FROM ratings AS r JOIN ladders AS l ON l.id = r.ladder_id"
+            " WHERE r.ladder_id = :ladder_id"
+            " AND r.matches - r.season_base >= l.placement_matches) AS counted"
+            " GROUP BY ladder_id, bucket, stripe"
+        ),
+        parameters,
+    )
+    session.execute(
+        text(
+            "INSERT INTO rating_blocks (ladder_id, bucket, first_id, stripe, players)"
+            " SELECT ladder_id, bucket, '', stripe, players FROM rating_buckets"
+            " WHERE ladder_id = :ladder_id"
+        ),
+        parameters,
+    )

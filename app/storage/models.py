@@ -93,6 +93,11 @@ class Ladder(Base):
     season: Mapped[str] = mapped_column(String(64), server_default=text("'1'"))
     #: The soft reset's ``keep`` of a new season whose request names none.
     season_keep: Mapped[float] = mapped_column(Float, server_default=text("1.0"))
+    #: A player with fewer counted matches in the current season is provisional.
+    placement_matches: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    #: The time the stored conservative ratings stand at, each widened for the player's
+    #: time away (a ladder that ages ratings; NULL: not aged yet): ``app.services.inactivity``.
+    aged_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     #: The ladder's tiers (``app.domain.tiers``): [{"name", "min"}], highest first; NULL: none.
     tiers: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
 
@@ -119,6 +124,8 @@ class PlayerRating(Base):
     #: Glicko-2's volatility; NULL for every other algorithm.
     volatility: Mapped[float | None] = mapped_column(Float, nullable=True)
     matches: Mapped[int] = mapped_column(Integer, default=0)
+    #: The counted matches before the current season (its own: ``matches - season_base``).
+    season_base: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
     last_played_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
@@ -360,6 +367,23 @@ class ScheduledSeason(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
+class AgingPass(Base):
+    """The pass under way that brings a ladder's stored conservative ratings to ``as_of``
+    (``ladders.aged_at`` is already that time): done through ``after_id`` (player ids in
+    order), run by ``owner`` while its lease lasts; another worker takes it over after.
+    Deleted when done."""
+
+    __tablename__ = "aging_passes"
+
+    ladder_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("ladders.id", ondelete="CASCADE"), primary_key=True
+    )
+    as_of: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    after_id: Mapped[str] = mapped_column(String(128))
+    owner: Mapped[str] = mapped_column(String(64))
+    lease_until: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
 class SeasonStanding(Base):
     """A player's final standing in a closed season: the rating the next season's reset
     started from (its history row's "before"), the season's counted matches, and the rank
@@ -516,10 +540,14 @@ LADDER_ACCURACY = Table(
 
 
 #: The leaderboard order (conservative rating, highest first; ties by player id) as an
-#: index, so every leaderboard page is one index range scan.
+#: index, so every leaderboard page is one index range scan. The match counts ride along
+#: (after the order): a rank on a ladder with placement or a page with ``min_matches``
+#: tells placed and qualified players from the index alone.
 Index(
     "ix_ratings_leaderboard",
     PlayerRating.ladder_id,
     PlayerRating.conservative.desc(),
     PlayerRating.player_id,
+    PlayerRating.matches,
+    PlayerRating.season_base,
 )

@@ -358,3 +358,21 @@ def test_seasons_their_archives_and_tiers(client: TestClient) -> None:
 
     player = _text(_html(client.get("/console/ladders/duel/players/p0")))
     assert "Season s2" in player and "Tier Low" in player  # everyone at the prior now
+
+
+def test_provisional_players_are_shown_placing(client: TestClient) -> None:
+    """Operators see every player: the provisional ones marked "placing" without a rank,
+    the ranks counting the placed ones; the player page says how far placement has gone."""
+    _seed(client)
+    assert client.patch("/v1/ladders/duel", json={"placement_matches": 6}).status_code == 200
+    html = _html(client.get("/console/ladders/duel?limit=100"))
+    api = client.get(
+        "/v1/ladders/duel/leaderboard", params={"include_provisional": "true", "limit": 100}
+    ).json()["entries"]
+    placing = [e["player_id"] for e in api if e["provisional"]]
+    assert placing and len(placing) < len(api)
+    assert _board(html) == [(e["rank"], e["player_id"]) for e in api if not e["provisional"]]
+    assert html.count('<span class="provisional"') == len(placing)
+    player = client.get(f"/v1/ladders/duel/players/{placing[0]}").json()
+    text = _text(_html(client.get(f"/console/ladders/duel/players/{placing[0]}")))
+    assert f"Placing: {player['season_matches']} of 6 placement matches" in text

@@ -32,6 +32,7 @@ TABLES = {
     "seasons",
     "season_standings",
     "season_schedule",
+    "aging_passes",
 }
 
 
@@ -69,7 +70,9 @@ def test_leaderboard_index_orders_by_conservative_rating(database_url: str) -> N
         sql = "SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_ratings_leaderboard'"
     with engine.connect() as connection:
         definition = str(connection.scalar(text(sql)))
-    assert "(ladder_id, conservative DESC, player_id)" in definition.replace('"', "")
+    # The order, then the match counts a rank of placed players reads from it (0023).
+    expected = "(ladder_id, conservative DESC, player_id, matches, season_base)"
+    assert expected in definition.replace('"', "")
 
 
 def _recorded(client: TestClient) -> list[dict[str, Any]]:

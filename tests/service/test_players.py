@@ -133,6 +133,9 @@ def test_seeding_creates_or_overwrites_and_is_an_adjustment(client: TestClient) 
         "volatility": None,  # Glicko-2 ladders only
         "season": "1",
         "tier": None,  # no tiers
+        "season_matches": 0,
+        "provisional": False,  # no placement
+        "as_of": None,  # the ladder does not age ratings
     }
     default_sigma = _seed(client, "test", "other", 20.0, None)
     assert default_sigma["sigma"] == pytest.approx(25 / 3)

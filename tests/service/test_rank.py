@@ -38,12 +38,20 @@ def _ratings(url: str, ladder: str) -> list[tuple[float, str]]:
         return [(float(c), str(p)) for c, p in rows]
 
 
+#: The ratings the buckets and blocks count: a ladder with placement counts its placed
+#: players only.
+COUNTED = (
+    " FROM ratings AS r JOIN ladders AS l ON l.id = r.ladder_id"
+    " WHERE r.matches - r.season_base >= l.placement_matches"
+)
+
+
 def assert_buckets_exact(url: str) -> None:
-    """``rating_buckets`` (stripes added up) equals a GROUP BY of the ratings, for every
-    ladder, and no change waits uncommitted."""
+    """``rating_buckets`` (stripes added up) equals a GROUP BY of the ratings (the placed
+    ones, on a ladder with placement), for every ladder, and no change waits uncommitted."""
     with get_engine(url).connect() as connection:
         widths = dict(connection.execute(text("SELECT id, bucket_width FROM ladders")).all())
-        ratings = connection.execute(text("SELECT ladder_id, conservative FROM ratings")).all()
+        ratings = connection.execute(text(f"SELECT r.ladder_id, r.conservative{COUNTED}")).all()
         stored = connection.execute(
             text(
                 "SELECT ladder_id, bucket, sum(players) FROM rating_buckets"
@@ -61,14 +69,15 @@ def assert_buckets_exact(url: str) -> None:
 
 def assert_blocks_exact(url: str) -> None:
     """Every ``rating_blocks`` row counts the players of its bucket and stripe whose id is
-    at or after its fence and before the bucket's next one; no rating lies outside a
-    block. Counted in SQL, in the database's own order of ids."""
+    at or after its fence and before the bucket's next one (the placed ones, on a ladder
+    with placement); no rating lies outside a block. Counted in SQL, in the database's own
+    order of ids."""
     with get_engine(url).connect() as connection:
         dialect = connection.dialect.name
         stripe = "(hashtext(r.player_id) & 7)" if dialect == "postgresql" else "0"
         widths = dict(connection.execute(text("SELECT id, bucket_width FROM ladders")).all())
         ratings = connection.execute(
-            text(f"SELECT ladder_id, player_id, conservative, {stripe} FROM ratings AS r")
+            text(f"SELECT r.ladder_id, r.player_id, r.conservative, {stripe}{COUNTED}")
         ).all()
         fences: dict[tuple[str, int], list[str]] = {}
         stored: dict[tuple[str, int, str, int], int] = {}

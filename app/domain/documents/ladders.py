@@ -18,6 +18,7 @@ from pydantic import (
 )
 
 from app.domain.documents.shared import Algorithm, LadderId, NextCursor, ParamValue, RequestBody
+from app.domain.placement import MAX_PLACEMENT
 from app.rating.params import LADDER_PARAMETERS, Parameter
 from app.rating.registry import WENG_LIN_MODELS, parameters
 
@@ -90,6 +91,9 @@ ParamsBody = dict[Annotated[str, StringConstraints(max_length=64)], ParamValue]
 
 #: A soft reset's factor: how much of each rating carries into a new season.
 Keep = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0.0, le=1.0)]
+
+#: How many placement matches a ladder asks of each player every season.
+PlacementMatches = Annotated[int, Field(strict=True, ge=0, le=MAX_PLACEMENT)]
 
 #: Most tiers a ladder may have.
 MAX_TIERS = 32
@@ -173,6 +177,11 @@ class LadderCreate(RequestBody):
         description="The `keep` of a new season whose request names none (default 1: "
         "ratings carry over unchanged).",
     )
+    placement_matches: PlacementMatches | None = Field(
+        default=None,
+        description="Placement: a player with fewer counted matches in the current season "
+        "is provisional (default 0: none).",
+    )
 
 
 LADDER_EXAMPLE: dict[str, Any] = {
@@ -190,6 +199,7 @@ LADDER_EXAMPLE: dict[str, Any] = {
     "description": "Halo free-for-all",
     "tiers": TIERS_EXAMPLE,
     "season_keep": 0.5,
+    "placement_matches": 5,
     "created_at": "2026-11-21T10:00:00Z",
     "players": 1672,
     "matches": 6227,
@@ -207,8 +217,15 @@ class LadderOut(BaseModel):
     season_keep: float = Field(
         default=1.0, description="The `keep` of a new season whose request names none."
     )
+    placement_matches: int = Field(
+        default=0,
+        description="Counted matches in the current season before a player is ranked.",
+    )
     created_at: datetime
-    players: int
+    players: int = Field(
+        description="Players on the leaderboard: every rated player (on a ladder with "
+        "placement, those placed in the current season)."
+    )
     matches: int = Field(description="Recorded matches that count (voided ones left out).")
 
 
@@ -246,6 +263,10 @@ class LadderUpdate(RequestBody):
     )
     season_keep: Keep | None = Field(
         default=None, description="A new default `keep` for the seasons opened from now on."
+    )
+    placement_matches: PlacementMatches | None = Field(
+        default=None,
+        description="New placement matches (`0`: none); who is provisional follows at once.",
     )
     rebuild: StrictBool = Field(
         default=False,

@@ -36,6 +36,23 @@ LEADERBOARD_ENTRY_EXAMPLE: dict[str, Any] = {
 }
 
 
+#: What ``provisional`` is, wherever a player shows it.
+PROVISIONAL_DESCRIPTION = (
+    "Still placing: fewer counted matches in the current season than the ladder's "
+    "`placement_matches`. A provisional player has no rank and no tier, is left off the "
+    "leaderboard unless `include_provisional=true`, and counts in no one's rank."
+)
+
+#: What ``as_of`` is, wherever ratings show it.
+AS_OF_DESCRIPTION = (
+    "On a ladder that ages ratings (`tau_per_day`, Glicko-2's `deviation_per_day`): the "
+    "time each rating here stands at, its sigma widened for the player's time away since "
+    "their last match and its conservative rating (the leaderboard's order) with it, so an "
+    "inactive player sinks. Brought forward by the daily inactivity pass (at most a day "
+    "old); a player who played since is shown as their match left them. Null: the ladder "
+    "does not age ratings (or no pass has run yet)."
+)
+
 #: What ``tier`` is, wherever a rating shows it.
 TIER_DESCRIPTION = (
     "The tier of the conservative rating by the ladder's `tiers` (null without tiers or "
@@ -46,9 +63,9 @@ TIER_DESCRIPTION = (
 class LeaderboardEntry(BaseModel):
     model_config = ConfigDict(json_schema_extra={"examples": [LEADERBOARD_ENTRY_EXAMPLE]})
 
-    rank: int = Field(
-        description="Place on this leaderboard: 1 + the players ahead of this one "
-        "(among those with at least `min_matches`)."
+    rank: int | None = Field(
+        description="Place on this leaderboard: 1 + the ranked players ahead of this one "
+        "(among those with at least `min_matches`); null for a provisional player."
     )
     player_id: str
     mu: float
@@ -58,6 +75,7 @@ class LeaderboardEntry(BaseModel):
     last_played_at: datetime | None
     volatility: float | None = Field(default=None, description=VOLATILITY_DESCRIPTION)
     tier: str | None = Field(default=None, description=TIER_DESCRIPTION)
+    provisional: bool = Field(default=False, description=PROVISIONAL_DESCRIPTION)
 
 
 class LeaderboardPage(BaseModel):
@@ -79,6 +97,7 @@ class LeaderboardPage(BaseModel):
         description="The page before this one, as `cursor` (null on the first page): "
         "paging back up from a deep page or from `around`.",
     )
+    as_of: datetime | None = Field(default=None, description=AS_OF_DESCRIPTION)
 
 
 class PlayerOut(BaseModel):
@@ -106,12 +125,18 @@ class PlayerOut(BaseModel):
     mu: float
     sigma: float | None
     conservative: float
-    rank: int = Field(description="Place on the leaderboard: players ahead of this one, plus 1.")
+    rank: int | None = Field(
+        description="Place on the leaderboard: ranked players ahead of this one, plus 1 "
+        "(null while provisional)."
+    )
     matches: int
     last_played_at: datetime | None
     volatility: float | None = Field(default=None, description=VOLATILITY_DESCRIPTION)
     season: str = Field(default="1", description="The ladder's current season (its id).")
     tier: str | None = Field(default=None, description=TIER_DESCRIPTION)
+    season_matches: int = Field(default=0, description="Counted matches in the current season.")
+    provisional: bool = Field(default=False, description=PROVISIONAL_DESCRIPTION)
+    as_of: datetime | None = Field(default=None, description=AS_OF_DESCRIPTION)
 
 
 class PlayerSeed(RequestBody):

@@ -54,16 +54,24 @@ RANK_LOCK = 0x52414E4B
 FULL_ROW = 128
 
 
-def _postgres_functions() -> list[str]:
+def _postgres_functions(placed: bool = False) -> list[str]:
+    """The trigger functions; ``placed`` (migration 0023): a ladder's buckets and blocks
+    count only the players placed in its current season."""
+
     def changes(table: str, sign: str) -> str:
         bucket = bucket_sql(f"{table}.conservative", "l.bucket_width", "postgresql")
+        where = (
+            f" WHERE {table}.matches - {table}.season_base >= l.placement_matches"
+            if placed
+            else ""
+        )
         return (
             f"SELECT {table}.ladder_id, c.bucket, (hashtext({table}.player_id) & {STRIPES - 1})"
             " AS stripe, COALESCE((SELECT max(b.first_id) FROM rating_blocks AS b"
             f" WHERE b.ladder_id = {table}.ladder_id AND b.bucket = c.bucket"
             f" AND b.first_id <= {table}.player_id), '') AS first_id, {sign}1 AS players"
             f" FROM {table} JOIN ladders AS l ON l.id = {table}.ladder_id"
-            f" CROSS JOIN LATERAL (SELECT {bucket} AS bucket) AS c"
+            f" CROSS JOIN LATERAL (SELECT {bucket} AS bucket) AS c{where}"
         )
 
     def collect(name: str, ladders: str, source: str) -> str:
@@ -135,7 +143,18 @@ def _postgres_triggers(buckets: ModuleType) -> list[str]:
     ]
 
 
-def _sqlite_triggers() -> list[str]:
+def _sqlite_triggers(placed: bool = False) -> list[str]:
+    """The row triggers; ``placed`` (migration 0023): a ladder's buckets and blocks count
+    only the players placed in its current season."""
+
+    def counted(row: str) -> str:
+        if not placed:
+            return ""
+        return (
+            f" AND {row}.matches - {row}.season_base"
+            f" >= (SELECT placement_matches FROM ladders WHERE id = {row}.ladder_id)"
+        )
+
     def bucket(row: str) -> str:
         width = f"(SELECT bucket_width FROM ladders WHERE id = {row}.ladder_id)"
         return bucket_sql(f"{row}.conservative", width, "sqlite")
@@ -149,7 +168,7 @@ def _sqlite_triggers() -> list[str]:
 
     def add(row: str) -> str:
         # Only for a ladder that exists (a cascade from a deleted ladder adds nothing).
-        exists = f" WHERE EXISTS (SELECT 1 FROM ladders WHERE id = {row}.ladder_id)"
+        exists = f" WHERE EXISTS (SELECT 1 FROM ladders WHERE id = {row}.ladder_id){counted(row)}"
         return (
             "INSERT INTO rating_buckets (ladder_id, bucket, stripe, players)"
             f" SELECT {row}.ladder_id, {bucket(row)}, 0, 1{exists}"
@@ -163,20 +182,25 @@ def _sqlite_triggers() -> list[str]:
     def remove(row: str) -> str:
         return (
             "UPDATE rating_buckets SET players = players - 1"
-            f" WHERE ladder_id = {row}.ladder_id AND bucket = {bucket(row)} AND stripe = 0;"
+            f" WHERE ladder_id = {row}.ladder_id AND bucket = {bucket(row)} AND stripe = 0"
+            f"{counted(row)};"
             " UPDATE rating_blocks SET players = players - 1"
             f" WHERE ladder_id = {row}.ladder_id AND bucket = {bucket(row)} AND stripe = 0"
-            f" AND first_id = {fence(row)};"
+            f" AND first_id = {fence(row)}{counted(row)};"
         )
 
     moved = (
         f"OLD.ladder_id IS NOT NEW.ladder_id OR OLD.player_id IS NOT NEW.player_id"
         f" OR {bucket('OLD')} IS NOT {bucket('NEW')}"
     )
+    columns = "ladder_id, player_id, conservative"
+    if placed:  # a player placed, or back to placing: counted in, or out
+        moved += f" OR (1{counted('OLD')}) IS NOT (1{counted('NEW')})"
+        columns += ", matches, season_base"
     return [
         f"CREATE TRIGGER rating_buckets_inserted AFTER INSERT ON ratings BEGIN {add('NEW')} END",
-        "CREATE TRIGGER rating_buckets_updated AFTER UPDATE OF ladder_id, player_id,"
-        f" conservative ON ratings WHEN {moved} BEGIN {remove('OLD')} {add('NEW')} END",
+        f"CREATE TRIGGER rating_buckets_updated AFTER UPDATE OF {columns}"
+        f" ON ratings WHEN {moved} BEGIN {remove('OLD')} {add('NEW')} END",
         f"CREATE TRIGGER rating_buckets_deleted AFTER DELETE ON ratings BEGIN {remove('OLD')} END",
     ]
 

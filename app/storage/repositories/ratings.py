@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 from functools import cache
-from typing import Any, NamedTuple, cast
+from typing import Any, Literal, NamedTuple, cast
 
 from sqlalchemy import (
     ColumnElement,
@@ -147,12 +147,9 @@ class RatingState(NamedTuple):
     volatility: float | None = None
 
 
-def lock_rating_states(
-    *, session: Session, ladder_id: str, player_ids: Sequence[str]
-) -> list[RatingState]:
-    """Like :func:`lock_ratings` (one statement, player id order, row locks until the
-    transaction ends), for any number of players, as plain rows instead of objects."""
-    columns = (
+def state_columns() -> tuple[Any, ...]:
+    """The columns of :class:`RatingState`, in its order."""
+    return (
         PlayerRating.player_id,
         PlayerRating.mu,
         PlayerRating.sigma,
@@ -160,6 +157,14 @@ def lock_rating_states(
         PlayerRating.last_played_at,
         PlayerRating.volatility,
     )
+
+
+def lock_rating_states(
+    *, session: Session, ladder_id: str, player_ids: Sequence[str]
+) -> list[RatingState]:
+    """Like :func:`lock_ratings` (one statement, player id order, row locks until the
+    transaction ends), for any number of players, as plain rows instead of objects."""
+    columns = state_columns()
     ordered = sorted(set(player_ids))
     out: list[RatingState] = []
     # SQLite (no row locks: BEGIN IMMEDIATE holds the database) may need several IN lists.
@@ -240,6 +245,8 @@ class RatingRow(NamedTuple):
     matches: int
     last_played_at: datetime | None
     volatility: float | None
+    #: The counted matches before the current season (the season's: ``matches`` less it).
+    season_base: int = 0
 
 
 # The leaderboard and rank statements are built once, with bound parameters: building
@@ -254,6 +261,18 @@ _KEY_PLAYER = bindparam("player_id", type_=String)
 
 
 _MIN_MATCHES = bindparam("min_matches", type_=Integer)
+
+
+_PLACEMENT = bindparam("placement", type_=Integer)
+
+
+def _qualified() -> tuple[ColumnElement[bool], ColumnElement[bool]]:
+    """The players a qualified page or rank counts: ``min_matches`` matches in all, and
+    the ladder's ``placement_matches`` in the current season."""
+    return (
+        PlayerRating.matches >= _MIN_MATCHES,
+        PlayerRating.matches - PlayerRating.season_base >= _PLACEMENT,
+    )
 
 
 def _ahead_of_key() -> ColumnElement[bool]:
@@ -285,6 +304,7 @@ def _rating_columns() -> tuple[Any, ...]:
         PlayerRating.matches,
         PlayerRating.last_played_at,
         PlayerRating.volatility,
+        PlayerRating.season_base,
     )
 
 
@@ -313,7 +333,7 @@ def _leaderboard_statement(
             query = query.where(
                 PlayerRating.conservative >= _FLOOR, PlayerRating.conservative < _CEILING
             )
-        return query.where(PlayerRating.matches >= _MIN_MATCHES) if qualified else query
+        return query.where(*_qualified()) if qualified else query
 
     if not after:
         return page()
@@ -343,20 +363,24 @@ def leaderboard(
     min_matches: int,
     backward: bool = False,
     bounds: tuple[float, float] | None = None,
+    placement: int = 0,
 ) -> list[RatingRow]:
     """One page of the leaderboard after the key ``after`` (an index range scan of
     ``ix_ratings_leaderboard``), as plain rows: a page is read, never changed, and loading
     ORM objects (identity map, change tracking) cost more than the query itself.
     ``backward``: the ``limit`` rows just before the key instead, nearest first;
-    ``bounds``: only the conservative ratings in [floor, ceiling) (a tier)."""
+    ``bounds``: only the conservative ratings in [floor, ceiling) (a tier); ``placement``:
+    only the players with that many counted matches in the current season."""
     parameters: dict[str, Any] = {"ladder_id": ladder_id, "limit": limit}
     if bounds is not None:
         parameters["floor"], parameters["ceiling"] = bounds
-    if min_matches > 0:
+    qualified = min_matches > 0 or placement > 0
+    if qualified:
         parameters["min_matches"] = min_matches
+        parameters["placement"] = placement
     if after is not None:
         parameters["conservative"], parameters["player_id"] = after
-    query = _leaderboard_statement(after is not None, min_matches > 0, backward, bounds is not None)
+    query = _leaderboard_statement(after is not None, qualified, backward, bounds is not None)
     return [RatingRow(*row) for row in session.execute(query, parameters)]
 
 
@@ -373,11 +397,59 @@ def _pending(bucket: str, block: str = "") -> str:
     )
 
 
-def _count_ahead_sql(key: str, own_writes: bool = False, columns: str = "") -> str:
+#: How :func:`_count_ahead_sql` counts: every player (a ladder without placement), the
+#: placed players only (with), or either by each key's ``placement`` column.
+CountMode = Literal["every", "placed", "either"]
+
+
+def _count_ahead_sql(
+    key: str, own_writes: bool = False, columns: str = "", mode: CountMode = "every"
+) -> str:
     """The rank statement of :func:`count_ahead` without ``min_matches``, for each row of
     ``key`` (SQL with the columns ladder_id, conservative, player_id, bucket, bucket_start
-    and bucket_end, and any ``columns`` to return before the count)."""
-    ratings = "SELECT count(*) FROM ratings AS r WHERE r.ladder_id = k.ladder_id AND "
+    and bucket_end, and any ``columns`` to return before the count). On a ladder with
+    placement the buckets and blocks count the placed players only (the triggers of
+    migration 0023), and so must the walks beside them: ``mode`` ``placed`` counts those
+    (``key`` has a column ``placement``), ``either`` chooses by each key's ``placement``
+    (the walks of placed players read each row, not only the index: they are kept to
+    ladders that need them)."""
+
+    def placed(alias: str, of: str) -> str:
+        return f" AND {alias}.matches - {alias}.season_base >= {of}.placement"
+
+    def tie_size(only_placed: bool) -> str:
+        where = placed("r", "key") if only_placed else ""
+        return (
+            "(SELECT count(*) FROM (SELECT 1 FROM ratings AS r"
+            " WHERE r.ladder_id = key.ladder_id AND r.conservative = key.conservative"
+            f"{where} LIMIT {TIE_WALK}) AS s)"
+        )
+
+    def count(only_placed: bool) -> str:
+        where = placed("r", "k") if only_placed else ""
+        ratings = f"SELECT count(*) FROM ratings AS r WHERE r.ladder_id = k.ladder_id{where} AND "
+        return (
+            f"{above} + CASE WHEN k.tie_size < {TIE_WALK} THEN"
+            # A short tie: the tied players with a smaller id, counted, and the bucket's
+            # players above the key's rating: walked, or, when the key sits in the bucket's
+            # lower half, the bucket's count less those walked below it and the tie.
+            f" ({ratings}r.conservative = k.conservative AND r.player_id < k.player_id)"
+            " + CASE WHEN k.conservative - k.bucket_start < k.bucket_end - k.conservative"
+            f" THEN {in_bucket} - ({ratings}r.conservative >= k.bucket_start"
+            " AND r.conservative < k.conservative) - k.tie_size"
+            f" ELSE ({ratings}r.conservative > k.conservative AND r.conservative < k.bucket_end)"
+            " END ELSE"
+            # A long tie: the bucket's players above the key's rating from the key's block
+            # on, the blocks before the key's less the bucket's untied players in them, and
+            # the tie inside the key's block.
+            f" ({ratings}r.conservative > k.conservative AND r.conservative < k.bucket_end"
+            f" AND r.player_id >= k.fence) + {blocks_before}"
+            f" - ({ratings}r.conservative >= k.bucket_start AND r.conservative < k.conservative"
+            " AND r.player_id < k.fence)"
+            f" + ({ratings}r.conservative = k.conservative AND r.player_id >= k.fence"
+            " AND r.player_id < k.player_id) END"
+        )
+
     blocks_before = (
         "(SELECT COALESCE(SUM(b.players), 0) FROM rating_blocks AS b"
         " WHERE b.ladder_id = k.ladder_id AND b.bucket = k.bucket AND b.first_id < k.fence)"
@@ -396,37 +468,21 @@ def _count_ahead_sql(key: str, own_writes: bool = False, columns: str = "") -> s
         above = f"({above}{_pending('> k.bucket')})"
         in_bucket = f"({in_bucket}{_pending('= k.bucket')})"
         blocks_before = f"({blocks_before}{_pending('= k.bucket', ' AND d.first_id < k.fence')})"
+    if mode == "either":
+        tie = f"CASE WHEN key.placement > 0 THEN {tie_size(True)} ELSE {tie_size(False)} END"
+        ahead = f"CASE WHEN k.placement > 0 THEN {count(True)} ELSE {count(False)} END"
+    else:
+        tie, ahead = tie_size(mode == "placed"), count(mode == "placed")
     return (
         f"WITH key AS ({key}),"
         # How many players share the key's rating, counted up to TIE_WALK.
-        " tie AS (SELECT key.*, (SELECT count(*) FROM (SELECT 1 FROM ratings AS r"
-        " WHERE r.ladder_id = key.ladder_id AND r.conservative = key.conservative"
-        f" LIMIT {TIE_WALK}) AS s) AS tie_size FROM key),"
+        f" tie AS (SELECT key.*, {tie} AS tie_size FROM key),"
         # The fence of the key's block, for a long tie ('' otherwise: no blocks).
         f" k AS (SELECT tie.*, CASE WHEN tie.tie_size < {TIE_WALK} THEN '' ELSE"
         " COALESCE((SELECT max(f.first_id) FROM rating_blocks AS f"
         " WHERE f.ladder_id = tie.ladder_id AND f.bucket = tie.bucket"
         " AND f.first_id <= tie.player_id), '') END AS fence FROM tie)"
-        f" SELECT {columns}{above} + CASE WHEN k.tie_size < {TIE_WALK} THEN"
-        # A short tie: the tied players with a smaller id, counted, and the bucket's
-        # players above the key's rating: walked, or, when the key sits in the bucket's
-        # lower half, the bucket's count less those walked below it and the tie.
-        f" ({ratings}r.conservative = k.conservative AND r.player_id < k.player_id)"
-        " + CASE WHEN k.conservative - k.bucket_start < k.bucket_end - k.conservative"
-        f" THEN {in_bucket} - ({ratings}r.conservative >= k.bucket_start"
-        " AND r.conservative < k.conservative) - k.tie_size"
-        f" ELSE ({ratings}r.conservative > k.conservative AND r.conservative < k.bucket_end)"
-        " END ELSE"
-        # A long tie: the bucket's players above the key's rating from the key's block on,
-        # the blocks before the key's less the bucket's untied players in them, and the
-        # tie inside the key's block.
-        f" ({ratings}r.conservative > k.conservative AND r.conservative < k.bucket_end"
-        f" AND r.player_id >= k.fence) + {blocks_before}"
-        f" - ({ratings}r.conservative >= k.bucket_start AND r.conservative < k.conservative"
-        " AND r.player_id < k.fence)"
-        f" + ({ratings}r.conservative = k.conservative AND r.player_id >= k.fence"
-        " AND r.player_id < k.player_id) END"
-        " FROM k"
+        f" SELECT {columns}{ahead} FROM k"
     )
 
 
@@ -457,21 +513,35 @@ _KEY_FROM_PARAMETERS = (
 
 
 @cache
-def _count_ahead_statement(dialect: str, qualified: bool, own_writes: bool) -> Executable:
+def _count_ahead_statement(
+    dialect: str, qualified: bool, own_writes: bool, placed: bool = False
+) -> Executable:
     if qualified:
-        # The buckets count every player: those with enough matches are counted one by one.
+        # The buckets count every (placed) player: those with enough matches are counted
+        # one by one.
         return (
             select(func.count())
             .select_from(PlayerRating)
             .where(
                 PlayerRating.ladder_id == _LADDER,
-                PlayerRating.matches >= _MIN_MATCHES,
+                *_qualified(),
                 _ahead_of_key(),
             )
         )
-    key = _bucketed(_KEY_FROM_PARAMETERS, dialect)
-    sql = _count_ahead_sql(key, dialect == "postgresql" and own_writes)
-    return text(sql).bindparams(_LADDER, _KEY_RATING, _KEY_PLAYER, bindparam("width", type_=Float))
+    source = _KEY_FROM_PARAMETERS
+    if placed:
+        source += ", CAST(:placement AS INTEGER) AS placement"
+    key = _bucketed(source, dialect)
+    sql = _count_ahead_sql(
+        key, dialect == "postgresql" and own_writes, mode="placed" if placed else "every"
+    )
+    return text(sql).bindparams(
+        _LADDER,
+        _KEY_RATING,
+        _KEY_PLAYER,
+        bindparam("width", type_=Float),
+        *([_PLACEMENT] if placed else []),
+    )
 
 
 def count_ahead(
@@ -483,6 +553,7 @@ def count_ahead(
     player_id: str,
     min_matches: int,
     own_writes: bool = False,
+    placement: int = 0,
 ) -> int:
     """How many players rank ahead of the key (conservative, player_id) on the leaderboard.
 
@@ -497,20 +568,24 @@ def count_ahead(
     way the cost is bounded by the bucket's untied players and one block, however many
     players share the rating.
 
-    With ``min_matches`` the buckets do not apply (they count every player): the players
-    ahead are counted one by one. ``own_writes``: this transaction changed ratings, and its
-    rank must include them.
+    ``placement``: the ladder's placement matches; where above 0 the buckets and blocks
+    count the players placed in the current season only, and so does the walk. With
+    ``min_matches`` the buckets do not apply: the players ahead are counted one by one.
+    ``own_writes``: this transaction changed ratings, and its rank must include them.
     """
     parameters: dict[str, Any] = {
         "ladder_id": ladder_id,
         "conservative": conservative,
         "player_id": player_id,
     }
-    if min_matches > 0:
+    qualified = min_matches > 0
+    if qualified:
         parameters["min_matches"] = min_matches
     else:
         parameters["width"] = bucket_width
-    query = _count_ahead_statement(dialect_of(session), min_matches > 0, own_writes)
+    if placement > 0 or qualified:
+        parameters["placement"] = placement
+    query = _count_ahead_statement(dialect_of(session), qualified, own_writes, placement > 0)
     return int(session.scalar(query, parameters) or 0)
 
 
@@ -528,7 +603,8 @@ def _players_key(dialect: str) -> str:
     return _bucketed(
         "SELECT q.n, r.ladder_id, r.player_id, r.conservative, r.mu, r.sigma, r.matches,"
         " r.last_played_at, r.volatility, l.bucket_width AS width, l.season,"
-        " CAST(l.tiers AS TEXT) AS tiers"
+        " CAST(l.tiers AS TEXT) AS tiers, r.season_base, l.placement_matches AS placement,"
+        " l.algorithm, CAST(l.params AS TEXT) AS params, l.aged_at"
         f" FROM {asked} JOIN ratings AS r ON r.ladder_id = q.ladder_id"
         " AND r.player_id = q.player_id JOIN ladders AS l ON l.id = r.ladder_id",
         dialect,
@@ -540,18 +616,37 @@ def _read_players_sql(dialect: str) -> str:
     sql = _count_ahead_sql(
         _players_key(dialect),
         columns="k.n, k.player_id, k.mu, k.sigma, k.conservative, k.matches,"
-        " k.last_played_at, k.volatility, k.season, k.tiers, ",
+        " k.last_played_at, k.volatility, k.season, k.tiers, k.season_base, k.placement,"
+        " k.algorithm, k.params, k.aged_at, ",
+        mode="either",
     )
     # The driver's own parameter style: psycopg's pyformat, sqlite3's named.
     return re.sub(r":(\w+)", r"%(\1)s", sql) if dialect == "postgresql" else sql
 
 
+class PlayerAnswer(NamedTuple):
+    """What :func:`read_players` reads of one player."""
+
+    rating: RatingRow
+    #: How many players rank ahead (placed ones only, on a ladder with placement).
+    ahead: int
+    #: The ladder's current season, tiers and placement matches.
+    season: str
+    tiers: list[dict[str, Any]] | None
+    placement: int
+    #: The ladder's algorithm and parameters (JSON text), and the time its stored
+    #: conservative ratings are aged to (None: not aged).
+    algorithm: str = ""
+    params: str = "{}"
+    aged_at: datetime | None = None
+
+
 def read_players(
     dbapi_connection: Any, dialect: str, pairs: Sequence[tuple[str, str]]
-) -> list[tuple[RatingRow, int, str, list[dict[str, Any]] | None] | None]:
+) -> list[PlayerAnswer | None]:
     """For each (ladder id, player id) of ``pairs``, in order: the player's rating, how
-    many players rank ahead of it, the ladder's current season and tiers (None: no such
-    player),
+    many players rank ahead of it, and the ladder's current season, tiers and placement
+    (None: no such player),
     on a DB-API connection in autocommit, no session. On PostgreSQL ONE statement (one
     snapshot, one round trip) answers them all: the rows and their buckets, then
     :func:`count_ahead`'s count for each; SQLite, in process, runs it once a pair."""
@@ -572,9 +667,7 @@ def read_players(
                 rows.extend((n, *row[1:]) for row in cursor.fetchall())
     finally:
         cursor.close()
-    found: list[tuple[RatingRow, int, str, list[dict[str, Any]] | None] | None] = [None] * len(
-        pairs
-    )
+    found: list[PlayerAnswer | None] = [None] * len(pairs)
     for row in rows:
         rating = RatingRow(
             player_id=row[1],
@@ -584,9 +677,19 @@ def read_players(
             matches=row[5],
             last_played_at=versions.moment(row[6]),
             volatility=row[7],
+            season_base=int(row[10]),
         )
         tiers = json.loads(row[9]) if row[9] is not None else None
-        found[int(row[0]) - 1] = (rating, int(row[10]), str(row[8]), tiers)
+        found[int(row[0]) - 1] = PlayerAnswer(
+            rating,
+            int(row[15]),
+            str(row[8]),
+            tiers,
+            int(row[11]),
+            str(row[12]),
+            str(row[13]),
+            versions.moment(row[14]),
+        )
     return found
 
 

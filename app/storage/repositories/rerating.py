@@ -17,6 +17,7 @@ from sqlalchemy import (
     func,
     select,
     text,
+    update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
@@ -33,7 +34,7 @@ from app.storage.models import (
     RatingHistory,
 )
 from app.storage.repositories.matches import HistoryKind, history_kind
-from app.storage.repositories.ratings import RatingState
+from app.storage.repositories.ratings import RatingState, state_columns
 from app.storage.repositories.sql import SQLITE_IN_CHUNK, bulk_update, chunked, dialect_of
 
 
@@ -203,14 +204,7 @@ def latest_played_before(
 def lock_ladder_ratings(*, session: Session, ladder_id: str) -> list[RatingState]:
     """Every rating of the ladder, row-locked in player id order (one statement)."""
     query = (
-        select(
-            PlayerRating.player_id,
-            PlayerRating.mu,
-            PlayerRating.sigma,
-            PlayerRating.matches,
-            PlayerRating.last_played_at,
-            PlayerRating.volatility,
-        )
+        select(*state_columns())
         .where(PlayerRating.ladder_id == ladder_id)
         .order_by(PlayerRating.player_id)
         .with_for_update()
@@ -251,6 +245,18 @@ def delete_ratings(*, session: Session, ladder_id: str, player_ids: Sequence[str
     if dialect_of(session) == "sqlite":
         for table in (RatingBucket, RatingBlock):
             session.execute(delete(table).where(table.ladder_id == ladder_id, table.players == 0))
+
+
+def lower_season_base(*, session: Session, ladder_id: str, player_ids: Sequence[str]) -> None:
+    """One counted match fewer before the current season for ``player_ids`` (a void in a
+    closed season)."""
+    if not player_ids:
+        return
+    session.execute(
+        update(PlayerRating)
+        .where(PlayerRating.ladder_id == ladder_id, PlayerRating.player_id.in_(list(player_ids)))
+        .values(season_base=PlayerRating.season_base - 1)
+    )
 
 
 def delete_match_rows(
