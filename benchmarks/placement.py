@@ -16,7 +16,8 @@ is the ladder without placement. 99 % is the ladder right after a season opens, 
 have placed again. Each read is a service call on one connection (no HTTP): the leaderboard's
 first page, a page from the middle (a cursor at a ranked player about half way down), a
 ranked player's answer with its rank (players spread over the leaderboard), each
-``--reads`` times; the table gives p50 and p99 in milliseconds.
+``--reads`` times; with ``--tiers percentile`` (four tiers by percentile) also the first
+page of one tier; the table gives p50 and p99 in milliseconds.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from app.domain.cursors import encode_cursor  # noqa: E402
-from app.domain.documents.ladders import LadderCreate  # noqa: E402
+from app.domain.documents.ladders import LadderCreate, Tier  # noqa: E402
 from app.domain.documents.players import LeaderboardPage  # noqa: E402
 from app.services import ladders, players  # noqa: E402
 from app.storage import blocks  # noqa: E402
@@ -77,7 +78,7 @@ def _analyze(url: str) -> None:
 
 def _measure(
     session: Session, ranked: list[tuple[float, str]], reads: int, rng: random.Random
-) -> dict[str, list[float]]:
+) -> dict[str, list[float] | None]:
     """The reads' times, after checking what they answer against ``ranked`` (the ranked
     players in leaderboard order)."""
     ladder = ladders.get_ladder(session=session, ladder_id=LADDER)
@@ -85,16 +86,22 @@ def _measure(
     chosen = [ranked[rng.randrange(len(ranked))][1] for _ in range(reads)]
     cursor = encode_cursor([middle[0], middle[1]])
 
-    def page(cursor: str | None) -> LeaderboardPage:
+    def page(cursor: str | None, tier: str | None = None) -> LeaderboardPage:
         return players.leaderboard(
-            session=session, ladder=ladder, limit=PAGE, cursor=cursor, min_matches=0
+            session=session, ladder=ladder, limit=PAGE, cursor=cursor, min_matches=0, tier=tier
         )
 
     first = page(None)
     assert [e.player_id for e in first.entries] == [p for _, p in ranked[:PAGE]]
     found = players.get_player(session=session, ladder=ladder, player_id=middle[1])
     assert found.rank == len(ranked) // 2 + 1, (found.rank, len(ranked) // 2 + 1)
+    tier = None
+    if ladder.tiers:  # the top tenth, less the top hundredth: Diamond starts at rank N/100 + 1
+        diamond = page(None, "Diamond").entries
+        assert diamond[0].rank == len(ranked) // 100 + 1, (diamond[0].rank, len(ranked))
+        tier = _timed(lambda _: page(None, "Diamond"), reads)
     return {
+        "tier": tier,
         "first": _timed(lambda _: page(None), reads),
         "deep": _timed(lambda _: page(cursor), reads),
         "player": _timed(
@@ -104,13 +111,15 @@ def _measure(
     }
 
 
-def run(url: str, players_n: int, shares: list[int], reads: int) -> list[list[str]]:
+def run(
+    url: str, players_n: int, shares: list[int], reads: int, tiers: list[Tier] | None
+) -> list[list[str]]:
     upgrade(url)
     sessions = session_factory(get_engine(url))
     with sessions() as session:
         ladders.create_ladder(
             session=session,
-            body=LadderCreate(id=LADDER, algorithm="trueskill"),
+            body=LadderCreate(id=LADDER, algorithm="trueskill", tiers=tiers),
             now=datetime.now(UTC),
         )
         session.commit()
@@ -158,14 +167,24 @@ def run(url: str, players_n: int, shares: list[int], reads: int) -> list[list[st
                 f"{share} %",
                 f"{len(ranked):,}",
                 f"{recount:.1f}",
-                *(
-                    f"{_ms(results[name], 0.5)} / {_ms(results[name], 0.99)}"
-                    for name in ("first", "deep", "player")
-                ),
+                *(_cell(results[name]) for name in ("first", "deep", "player", "tier")),
             ]
         )
     dispose_engines()
     return rows
+
+
+def _cell(samples: list[float] | None) -> str:
+    return "-" if samples is None else f"{_ms(samples, 0.5)} / {_ms(samples, 0.99)}"
+
+
+#: ``--tiers percentile``: the top hundredth, the next nine, the upper half, the rest.
+PERCENTILE_TIERS = [
+    Tier(name="Master", min_percentile=99.0),
+    Tier(name="Diamond", min_percentile=90.0),
+    Tier(name="Gold", min_percentile=50.0),
+    Tier(name="Silver", min_percentile=0.0),
+]
 
 
 def main() -> int:
@@ -175,13 +194,15 @@ def main() -> int:
     parser.add_argument("--postgres", default=DEFAULT_POSTGRES, help="PostgreSQL server URL")
     parser.add_argument("--shares", default="0,5,50,99")
     parser.add_argument("--reads", type=int, default=200)
+    parser.add_argument("--tiers", choices=("none", "percentile"), default="none")
     parser.add_argument("--format", choices=("table", "markdown"), default="table")
     args = parser.parse_args()
     shares = [int(s) for s in args.shares.split(",")]
     table: list[list[str]] = []
     for kind in args.databases.split(","):
         with fresh_database(kind, args.postgres, "placement") as url:
-            for row in run(url, args.players, shares, args.reads):
+            tiers = PERCENTILE_TIERS if args.tiers == "percentile" else None
+            for row in run(url, args.players, shares, args.reads, tiers):
                 table.append([kind, *row])
                 print(" | ".join(table[-1]), file=sys.stderr, flush=True)
     header = (
@@ -192,6 +213,7 @@ def main() -> int:
         "first page p50 / p99 ms",
         "middle page p50 / p99 ms",
         "player's rank p50 / p99 ms",
+        "a tier's first page p50 / p99 ms",
     )
     print_table(header, table, args.format)
     return 0

@@ -27,7 +27,17 @@ from app.domain.ladders import (
     parameter_table,
 )
 from app.domain.placement import is_provisional
-from app.domain.tiers import tier_names, tier_of, tier_range
+from app.domain.tiers import (
+    Key,
+    Tiering,
+    at_or_above,
+    by_percentile,
+    rank_limits,
+    tier_names,
+    tier_of,
+    tier_of_rank,
+    tier_range,
+)
 from app.domain.times import utc
 from app.errors import InvalidInput, NotFound
 from app.rating.base import Rating
@@ -57,20 +67,20 @@ def leaderboard(
     before it for a ``prev_cursor``), or the one centred on the player ``around``; with
     ``tier``, of that tier's players alone (ranked on the whole leaderboard). Provisional
     players are left out unless ``include_provisional``."""
-    board = _Board(ladder, min_matches, include_provisional)
+    if tier is not None and tier not in tier_names(ladder.tiers):
+        names = ", ".join(repr(name) for name in tier_names(ladder.tiers)) or "none"
+        raise InvalidInput(
+            f"tier: ladder {ladder.id!r} has no tier {tier[:32]!r} (its tiers: {names})"
+        )
+    board = _Board(ladder, min_matches, include_provisional, tiering(session, ladder))
     if around is not None:
         if cursor is not None or tier is not None:
             raise InvalidInput("around: give around alone, not with a cursor or a tier")
         return _around(session=session, board=board, limit=limit, player_id=around)
-    bounds = None
-    if tier is not None:
-        bounds = tier_range(ladder.tiers, tier)
-        if bounds is None:
-            names = ", ".join(repr(name) for name in tier_names(ladder.tiers)) or "none"
-            raise InvalidInput(
-                f"tier: ladder {ladder.id!r} has no tier {tier[:32]!r} (its tiers: {names})"
-            )
     key, backward = _leaderboard_key(cursor)
+    if tier is not None and by_percentile(ladder.tiers):
+        return _percentile_tier(session, board, tier, key, backward, limit)
+    bounds = tier_range(ladder.tiers, tier) if tier is not None else None
     rows = board.rows(session, after=key, limit=limit + 1, backward=backward, bounds=bounds)
     more = len(rows) > limit
     rows = rows[:limit]
@@ -79,6 +89,51 @@ def leaderboard(
     if backward:  # the rows before the key, nearest first: then the key's side
         return _page(session, board, rows[::-1], before=more, after=True, counted=counted)
     return _page(session, board, rows, before=key is not None, after=more, counted=counted)
+
+
+def _percentile_tier(
+    session: Session,
+    board: _Board,
+    tier: str,
+    key: Key | None,
+    backward: bool,
+    limit: int,
+) -> LeaderboardPage:
+    """A page of a tier by percentile: the leaderboard from the cutoff of the tiers above
+    (after it) to the tier's own (at or above it)."""
+    top, bottom = board.tiering.span(tier)
+    if bottom is None:  # the tier holds nobody now
+        return LeaderboardPage(entries=[], next_cursor=None, prev_cursor=None)
+    rows = board.rows(session, after=key or top, limit=limit + 1, backward=backward)
+    if backward:  # nearest first, up to the top of the tier
+        rows = [r for r in rows if top is None or not at_or_above(r.conservative, r.player_id, top)]
+        more = len(rows) > limit
+        return _page(session, board, rows[:limit][::-1], before=more, after=True, counted=True)
+    rows = [r for r in rows if at_or_above(r.conservative, r.player_id, bottom)]
+    more = len(rows) > limit
+    return _page(session, board, rows[:limit], before=key is not None, after=more, counted=True)
+
+
+def tiering(session: Session, ladder: Ladder) -> Tiering:
+    """The ladder's tiers as a request applies them: by percentile, with each tier's
+    cutoff found on the leaderboard now (its ranked players counted by the rating
+    buckets)."""
+    if not by_percentile(ladder.tiers):
+        return Tiering(ladder.tiers)
+    assert ladder.tiers is not None
+    counts = rating_repo.bucket_counts(session=session, ladder_id=ladder.id)
+    ranked = sum(players for _, players in counts)
+    if ranked == 0:  # every tier holds nobody
+        return Tiering(ladder.tiers, [None] * len(ladder.tiers))
+    cutoffs = rating_repo.keys_at_ranks(
+        session=session,
+        ladder_id=ladder.id,
+        width=ladder.bucket_width,
+        placement=ladder.placement_matches,
+        counts=counts,
+        ranks=rank_limits(ladder.tiers, ranked),
+    )
+    return Tiering(ladder.tiers, cutoffs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +145,7 @@ class _Board:
     ladder: Ladder
     min_matches: int
     include_provisional: bool
+    tiering: Tiering
 
     @property
     def shown(self) -> int:
@@ -213,7 +269,7 @@ def _page(
                 matches=row.matches,
                 last_played_at=utc(row.last_played_at) if row.last_played_at else None,
                 volatility=row.volatility,
-                tier=None if provisional else tier_of(ladder.tiers, row.conservative),
+                tier=None if provisional else board.tiering.of(row.conservative, row.player_id),
                 provisional=provisional,
             )
         )
@@ -279,6 +335,9 @@ def _player_view(
         ladder.algorithm,
         json.dumps(ladder.params, sort_keys=True),
         ladder.aged_at,
+        ladder_repo.count_players(session=session, ladder_ids=[ladder.id]).get(ladder.id, 0)
+        if by_percentile(ladder.tiers)
+        else 0,
     )
     return _player_out(ladder.id, answer)
 
@@ -287,18 +346,23 @@ def _player_out(ladder_id: str, answer: rating_repo.PlayerAnswer) -> PlayerOut:
     row = answer.rating
     provisional = is_provisional(answer.placement, row.matches, row.season_base)
     aged = _aged(answer.algorithm, answer.params, answer.aged_at)
+    rank = None if provisional else answer.ahead + 1
+    if by_percentile(answer.tiers):
+        tier = tier_of_rank(answer.tiers, rank, answer.ranked)
+    else:
+        tier = None if provisional else tier_of(answer.tiers, row.conservative)
     return PlayerOut(
         ladder=ladder_id,
         player_id=row.player_id,
         mu=row.mu,
         sigma=_sigma(aged, row),
         conservative=row.conservative,
-        rank=None if provisional else answer.ahead + 1,
+        rank=rank,
         matches=row.matches,
         last_played_at=utc(row.last_played_at) if row.last_played_at else None,
         volatility=row.volatility,
         season=answer.season,
-        tier=None if provisional else tier_of(answer.tiers, row.conservative),
+        tier=tier,
         season_matches=row.matches - row.season_base,
         provisional=provisional,
         as_of=aged[1] if aged is not None else None,
@@ -441,7 +505,8 @@ def player_history(
         for row in rows
     ]
     if ladder.tiers:
+        tiers = tiering(session, ladder)
         for entry in entries:
-            entry.tier_before = tier_of(ladder.tiers, entry.before.conservative)
-            entry.tier_after = tier_of(ladder.tiers, entry.after.conservative)
+            entry.tier_before = tiers.of(entry.before.conservative, player_id)
+            entry.tier_after = tiers.of(entry.after.conservative, player_id)
     return HistoryPage(entries=entries, next_cursor=encode_cursor([rows[-1].id]) if more else None)

@@ -32,7 +32,7 @@ from app.domain.documents.players import LeaderboardEntry, LeaderboardPage
 from app.domain.documents.seasons import SeasonCreate, SeasonOut, SeasonPage
 from app.domain.ladders import LadderConfig, ladder_config
 from app.domain.results import rfc3339
-from app.domain.tiers import tier_of
+from app.domain.tiers import by_percentile, tier_of, tier_of_rank
 from app.domain.times import utc
 from app.errors import Conflict, InvalidInput, NotFound, ServiceUnavailable
 from app.rating.seasons import reset_mu, reset_sigma
@@ -422,6 +422,9 @@ def standings(
     )
     more = len(rows) > limit
     rows = rows[:limit]
+    ranked = 0
+    if by_percentile(ladder.tiers):  # percentiles of the season's own standings
+        ranked = season_repo.last_rank(session=session, ladder_id=ladder.id, season=row.ordinal)
     entries = [
         LeaderboardEntry.model_construct(
             rank=entry.rank,
@@ -432,7 +435,11 @@ def standings(
             matches=entry.matches,
             last_played_at=utc(entry.last_played_at) if entry.last_played_at else None,
             volatility=entry.volatility,
-            tier=tier_of(ladder.tiers, entry.conservative),
+            tier=(
+                tier_of_rank(ladder.tiers, entry.rank, ranked)
+                if ranked
+                else tier_of(ladder.tiers, entry.conservative)
+            ),
         )
         for entry in rows
     ]

@@ -61,17 +61,21 @@ def test_a_tier_pages_alone_ranked_on_the_whole_leaderboard(
         assert all_pages(client, "/v1/ladders/t/leaderboard", limit=limit, tier=tier) == expected
         first = client.get("/v1/ladders/t/leaderboard", params={"tier": tier, "limit": limit})
         assert first.json()["prev_cursor"] is None
-    # Paging back up within a tier.
-    gold = [e for e in ladder if e["tier"] == "Gold"]
-    page = client.get("/v1/ladders/t/leaderboard", params={"tier": "Gold", "limit": 2}).json()
+    _pages_back_up(client, "t", "Gold", [e for e in ladder if e["tier"] == "Gold"])
+
+
+def _pages_back_up(client: TestClient, ladder: str, tier: str, expected: list[Any]) -> None:
+    """Paging down a tier two at a time, then back up from its last page with the
+    ``prev_cursor``, gives the tier's entries, and stops at the tier's top."""
+    path = f"/v1/ladders/{ladder}/leaderboard"
+    page = client.get(path, params={"tier": tier, "limit": 2}).json()
+    assert page["prev_cursor"] is None
     while page["next_cursor"] is not None:
-        query = {"tier": "Gold", "limit": 2, "cursor": page["next_cursor"]}
-        page = client.get("/v1/ladders/t/leaderboard", params=query).json()
-    back = client.get(
-        "/v1/ladders/t/leaderboard",
-        params={"tier": "Gold", "limit": 100, "cursor": page["prev_cursor"]},
-    ).json()
-    assert back["entries"] + page["entries"] == gold
+        page = client.get(path, params={"tier": tier, "limit": 2, "cursor": page["next_cursor"]})
+        page = page.json()
+    query = {"tier": tier, "limit": 100, "cursor": page["prev_cursor"]}
+    back = client.get(path, params=query).json()
+    assert back["entries"] + page["entries"] == expected
     assert back["prev_cursor"] is None
 
 
@@ -110,6 +114,12 @@ BAD_TIERS: list[tuple[Any, str]] = [
     ([{"name": "A", "min": 1.0, "max": 3.0}], "max"),
     ([{"name": f"t{n}", "min": float(-n)} for n in range(33)], "tiers"),
     ({"name": "A", "min": 1.0}, "tiers"),
+    ([{"name": "A", "min_percentile": 50.0}, {"name": "B", "min": 1.0}], "tiers.1"),  # mixed
+    ([{"name": "A", "min": 1.0, "min_percentile": 50.0}], "min_percentile"),  # both
+    ([{"name": "A", "min_percentile": 100.0}], "min_percentile"),
+    ([{"name": "A", "min_percentile": -1.0}], "min_percentile"),
+    ([{"name": "A", "min_percentile": 10.0}, {"name": "B", "min_percentile": 50.0}], "tiers.1"),
+    ([{"name": "A", "min_percentile": "top"}], "min_percentile"),
 ]
 
 
@@ -134,3 +144,69 @@ def test_bad_tiers_are_refused_and_change_nothing(client: TestClient, database_u
     assert client.post("/v1/ladders", json=same).status_code == 200
     assert table_counts(database_url) == counts
     assert client.get("/v1/ladders/t").json()["tiers"] == TIERS
+
+
+PERCENTILES = [
+    {"name": "Top", "min_percentile": 90.0},
+    {"name": "Upper", "min_percentile": 62.5},
+    {"name": "Empty", "min_percentile": 62.4999},
+    {"name": "Rest", "min_percentile": 0.0},
+]
+
+
+def _percentile_tier(rank: int, ranked: int) -> str:
+    """Brute force: the first tier whose min_percentile the rank's share below reaches."""
+    share = 100 * (ranked - rank) / ranked
+    return next(t["name"] for t in PERCENTILES if share >= t["min_percentile"])
+
+
+def _cutoff_tier(board: list[dict[str, Any]], conservative: float, player_id: str) -> str | None:
+    """Brute force: the tier of a leaderboard key, by the current board's players."""
+    ranked = len(board)
+    for tier in PERCENTILES:
+        last = [e for e in board if _percentile_tier(e["rank"], ranked) == tier["name"]]
+        if not last:
+            continue
+        cutoff = (last[-1]["conservative"], last[-1]["player_id"])
+        if conservative > cutoff[0] or (conservative == cutoff[0] and player_id <= cutoff[1]):
+            return str(tier["name"])
+    return None
+
+
+@pytest.mark.parametrize("placement", [0, 4])
+def test_tiers_by_percentile(client: TestClient, placement: int) -> None:
+    """Tiers by percentile of the ranked players: on entries, players, history entries,
+    tier pages and archives, each equal to a brute count over the leaderboard."""
+    made = create_ladder(client, "p", tiers=PERCENTILES, placement_matches=placement)
+    assert made["tiers"] == PERCENTILES
+    _batch(client, "p", random_matches(seed=12, count=60, players=40))
+    board = all_pages(client, "/v1/ladders/p/leaderboard", limit=100)
+    ranked = len(board)
+    assert client.get("/v1/ladders/p").json()["players"] == ranked
+    everyone = all_pages(client, "/v1/ladders/p/leaderboard", limit=100, include_provisional=True)
+    assert (len(everyone) > ranked) is (placement > 0)
+    for entry in everyone:
+        expected = None if entry["provisional"] else _percentile_tier(entry["rank"], ranked)
+        assert entry["tier"] == expected
+        player = client.get(f"/v1/ladders/p/players/{entry['player_id']}").json()
+        assert player["tier"] == expected
+        history = all_pages(client, f"/v1/ladders/p/players/{entry['player_id']}/history", 50)
+        for item in history:
+            for side in ("before", "after"):
+                found = _cutoff_tier(board, item[side]["conservative"], entry["player_id"])
+                assert item[f"tier_{side}"] == found
+    assert {e["tier"] for e in board} == {"Top", "Upper", "Rest"}
+    for tier in ("Top", "Upper", "Empty", "Rest"):
+        expected_page = [e for e in board if e["tier"] == tier]
+        for limit in (1, 3, 50):
+            assert all_pages(client, "/v1/ladders/p/leaderboard", limit=limit, tier=tier) == (
+                expected_page
+            )
+    _pages_back_up(client, "p", "Rest", [e for e in board if e["tier"] == "Rest"])
+
+    # The closed season's archive: percentiles of its own standings.
+    assert client.post("/v1/ladders/p/seasons", json={"id": "two"}).status_code == 201
+    archive = all_pages(client, "/v1/ladders/p/seasons/1/leaderboard", limit=100)
+    assert [e["tier"] for e in archive] == [
+        _percentile_tier(e["rank"], len(archive)) for e in archive
+    ]

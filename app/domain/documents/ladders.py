@@ -14,6 +14,7 @@ from pydantic import (
     StringConstraints,
     WithJsonSchema,
     create_model,
+    model_serializer,
     model_validator,
 )
 
@@ -101,27 +102,62 @@ MAX_TIERS = 32
 
 class Tier(RequestBody):
     """A tier: the players whose conservative rating is at least ``min`` (and below the
-    tier above's)."""
+    tier above's), or whose rank puts them at or above the ``min_percentile`` of the
+    ranked players (and not in a tier above). One of the two, the same for every tier."""
 
     name: Annotated[
         str, StringConstraints(min_length=1, max_length=32, pattern=r"^[^\x00-\x1f\x7f]+$")
     ]
-    min: float = Field(strict=True, allow_inf_nan=False, ge=-1e15, le=1e15)
+    min: float | None = Field(
+        default=None,
+        strict=True,
+        allow_inf_nan=False,
+        ge=-1e15,
+        le=1e15,
+        description="The lowest conservative rating of the tier.",
+    )
+    min_percentile: float | None = Field(
+        default=None,
+        strict=True,
+        allow_inf_nan=False,
+        ge=0.0,
+        lt=100.0,
+        description="The lowest percentile of the tier: a ranked player of rank r among N "
+        "is at percentile 100 (N - r) / N (the share ranked below them), so 90 is the top "
+        "tenth and 0 everyone.",
+    )
+
+    @model_validator(mode="after")
+    def _one_bound(self) -> Tier:
+        if (self.min is None) == (self.min_percentile is None):
+            raise ValueError("give min or min_percentile (one of the two)")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _without_the_other(self, handler: Any) -> Any:
+        return {key: value for key, value in handler(self).items() if value is not None}
 
 
 def _check_tiers(tiers: list[Tier] | None) -> list[Tier] | None:
-    """Tiers highest first: each ``min`` below the one before (no overlap), names unique."""
+    """Tiers highest first: each bound below the one before (no overlap), names unique,
+    every tier of one kind."""
     if tiers is None:
         return None
     names: set[str] = set()
+    percentile = tiers[0].min_percentile is not None if tiers else False
+    field = "min_percentile" if percentile else "min"
     for n, tier in enumerate(tiers):
         if tier.name in names:
             raise ValueError(f"tiers.{n}.name: {tier.name!r} is named twice")
         names.add(tier.name)
-        if n and tier.min >= tiers[n - 1].min:
+        if (tier.min_percentile is not None) != percentile:
+            raise ValueError(f"tiers.{n}: every tier by min or every tier by min_percentile")
+        bound = getattr(tier, field)
+        before = getattr(tiers[n - 1], field)
+        if n and bound >= before:
             raise ValueError(
-                f"tiers.{n}.min: tiers go highest first, each min below the one before "
-                f"({tier.min!r} is not below {tiers[n - 1].min!r})"
+                f"tiers.{n}.{field}: tiers go highest first, each {field} below the one "
+                f"before ({bound!r} is not below {before!r})"
             )
     return tiers
 
@@ -130,8 +166,10 @@ Tiers = Annotated[
     list[Tier],
     Field(
         max_length=MAX_TIERS,
-        description="Tiers on the conservative rating, highest first: a player is in the "
-        "first tier whose `min` their conservative rating reaches (none below the last). "
+        description="Tiers, highest first: by `min`, a player is in the first tier whose "
+        "`min` their conservative rating reaches (none below the last); by "
+        "`min_percentile`, in the first tier whose percentile their rank reaches among the "
+        "ranked players (100 (N - r) / N). "
         "Leaderboard entries, players and history entries carry their tier; "
         "`GET .../leaderboard?tier=NAME` pages one tier. Changing them needs no rebuild.",
     ),

@@ -32,9 +32,10 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.expression import Executable
 
 from app.storage import versions
-from app.storage.blocks import BUCKET_LIMIT, bucket_sql
+from app.storage.blocks import BUCKET_LIMIT, bucket_range, bucket_sql
 from app.storage.models import (
     PlayerRating,
+    RatingBucket,
 )
 from app.storage.repositories.sql import bulk_update, chunked, dialect_of, id_list, insert_rows
 
@@ -266,13 +267,15 @@ _MIN_MATCHES = bindparam("min_matches", type_=Integer)
 _PLACEMENT = bindparam("placement", type_=Integer)
 
 
-def _qualified() -> tuple[ColumnElement[bool], ColumnElement[bool]]:
+def _qualified(min_matches: bool, placed: bool) -> list[ColumnElement[bool]]:
     """The players a qualified page or rank counts: ``min_matches`` matches in all, and
-    the ladder's ``placement_matches`` in the current season."""
-    return (
-        PlayerRating.matches >= _MIN_MATCHES,
-        PlayerRating.matches - PlayerRating.season_base >= _PLACEMENT,
-    )
+    (``placed``) the ladder's ``placement_matches`` in the current season."""
+    conditions = []
+    if min_matches:
+        conditions.append(PlayerRating.matches >= _MIN_MATCHES)
+    if placed:
+        conditions.append(PlayerRating.matches - PlayerRating.season_base >= _PLACEMENT)
+    return conditions
 
 
 def _ahead_of_key() -> ColumnElement[bool]:
@@ -314,7 +317,11 @@ _CEILING = bindparam("ceiling", type_=Float)
 
 @cache
 def _leaderboard_statement(
-    after: bool, qualified: bool, backward: bool = False, bounded: bool = False
+    after: bool,
+    min_matches: bool,
+    placed: bool = False,
+    backward: bool = False,
+    bounded: bool = False,
 ) -> Executable:
     limit = bindparam("limit", type_=Integer)
     if backward:  # from the key up: the index scanned backward
@@ -333,7 +340,7 @@ def _leaderboard_statement(
             query = query.where(
                 PlayerRating.conservative >= _FLOOR, PlayerRating.conservative < _CEILING
             )
-        return query.where(*_qualified()) if qualified else query
+        return query.where(*_qualified(min_matches, placed))
 
     if not after:
         return page()
@@ -374,14 +381,84 @@ def leaderboard(
     parameters: dict[str, Any] = {"ladder_id": ladder_id, "limit": limit}
     if bounds is not None:
         parameters["floor"], parameters["ceiling"] = bounds
-    qualified = min_matches > 0 or placement > 0
-    if qualified:
+    if min_matches > 0:
         parameters["min_matches"] = min_matches
+    if placement > 0:
         parameters["placement"] = placement
     if after is not None:
         parameters["conservative"], parameters["player_id"] = after
-    query = _leaderboard_statement(after is not None, qualified, backward, bounds is not None)
+    query = _leaderboard_statement(
+        after is not None, min_matches > 0, placement > 0, backward, bounds is not None
+    )
     return [RatingRow(*row) for row in session.execute(query, parameters)]
+
+
+@cache
+def _key_at_statement(placed: bool) -> Executable:
+    """The leaderboard key ``:offset`` places into the bucket [start, end) (its placed
+    players only, with ``placed``): an index range scan of at most the bucket."""
+    query = (
+        select(PlayerRating.conservative, PlayerRating.player_id)
+        .where(
+            PlayerRating.ladder_id == _LADDER,
+            PlayerRating.conservative >= _FLOOR,
+            PlayerRating.conservative < _CEILING,
+        )
+        .order_by(PlayerRating.conservative.desc(), PlayerRating.player_id)
+        .limit(1)
+        .offset(bindparam("offset", type_=Integer))
+    )
+    if placed:
+        query = query.where(PlayerRating.matches - PlayerRating.season_base >= _PLACEMENT)
+    return query
+
+
+def bucket_counts(*, session: Session, ladder_id: str) -> list[tuple[int, int]]:
+    """The ladder's rating buckets that hold players, highest first: (bucket, players)."""
+    rows = session.execute(
+        select(RatingBucket.bucket, func.sum(RatingBucket.players))
+        .where(RatingBucket.ladder_id == ladder_id)
+        .group_by(RatingBucket.bucket)
+        .having(func.sum(RatingBucket.players) > 0)
+        .order_by(RatingBucket.bucket.desc())
+    )
+    return [(int(bucket), int(players)) for bucket, players in rows]
+
+
+def keys_at_ranks(
+    *,
+    session: Session,
+    ladder_id: str,
+    width: float,
+    placement: int,
+    counts: Sequence[tuple[int, int]],
+    ranks: Sequence[int],
+) -> list[tuple[float, str] | None]:
+    """The leaderboard key (conservative, player id) of the player at each rank (1 first;
+    None for a rank no player holds), the ranked players only (the placed ones, with
+    ``placement``): the rating buckets' ``counts`` (:func:`bucket_counts`), summed from
+    the top, give each rank's bucket, and one index range scan inside it the key."""
+    keys: list[tuple[float, str] | None] = []
+    for rank in ranks:
+        seen = 0
+        found = None
+        for bucket, players in counts:
+            if rank >= 1 and seen + players >= rank:
+                bounds = bucket_range(bucket * width, width)
+                parameters: dict[str, Any] = {
+                    "ladder_id": ladder_id,
+                    "floor": bounds["bucket_start"],
+                    "ceiling": bounds["bucket_end"],
+                    "offset": rank - seen - 1,
+                }
+                if placement > 0:
+                    parameters["placement"] = placement
+                row = session.execute(_key_at_statement(placement > 0), parameters).first()
+                found = (float(row[0]), str(row[1])) if row is not None else None
+                break
+            seen += players
+        keys.append(found)
+    return keys
 
 
 #: A tie of at least this many players is counted by blocks, a shorter one outright.
@@ -524,7 +601,7 @@ def _count_ahead_statement(
             .select_from(PlayerRating)
             .where(
                 PlayerRating.ladder_id == _LADDER,
-                *_qualified(),
+                *_qualified(True, placed),
                 _ahead_of_key(),
             )
         )
@@ -583,7 +660,7 @@ def count_ahead(
         parameters["min_matches"] = min_matches
     else:
         parameters["width"] = bucket_width
-    if placement > 0 or qualified:
+    if placement > 0:
         parameters["placement"] = placement
     query = _count_ahead_statement(dialect_of(session), qualified, own_writes, placement > 0)
     return int(session.scalar(query, parameters) or 0)
@@ -617,11 +694,17 @@ def _read_players_sql(dialect: str) -> str:
         _players_key(dialect),
         columns="k.n, k.player_id, k.mu, k.sigma, k.conservative, k.matches,"
         " k.last_played_at, k.volatility, k.season, k.tiers, k.season_base, k.placement,"
-        " k.algorithm, k.params, k.aged_at, ",
+        " k.algorithm, k.params, k.aged_at,"
+        # The ranked players, for tiers by percentile.
+        " CASE WHEN k.tiers LIKE '%min_percentile%' THEN (SELECT COALESCE(SUM(u.players), 0)"
+        " FROM rating_buckets AS u WHERE u.ladder_id = k.ladder_id) ELSE 0 END, ",
         mode="either",
     )
-    # The driver's own parameter style: psycopg's pyformat, sqlite3's named.
-    return re.sub(r":(\w+)", r"%(\1)s", sql) if dialect == "postgresql" else sql
+    # The driver's own parameter style: psycopg's pyformat (a literal % doubled), sqlite3's
+    # named.
+    if dialect == "postgresql":
+        return re.sub(r":(\w+)", r"%(\1)s", sql.replace("%", "%%"))
+    return sql
 
 
 class PlayerAnswer(NamedTuple):
@@ -639,6 +722,8 @@ class PlayerAnswer(NamedTuple):
     algorithm: str = ""
     params: str = "{}"
     aged_at: datetime | None = None
+    #: The ladder's ranked players (read for tiers by percentile only; else 0).
+    ranked: int = 0
 
 
 def read_players(
@@ -682,13 +767,14 @@ def read_players(
         tiers = json.loads(row[9]) if row[9] is not None else None
         found[int(row[0]) - 1] = PlayerAnswer(
             rating,
-            int(row[15]),
+            int(row[16]),
             str(row[8]),
             tiers,
             int(row[11]),
             str(row[12]),
             str(row[13]),
             versions.moment(row[14]),
+            int(row[15]),
         )
     return found
 

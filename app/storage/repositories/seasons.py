@@ -278,6 +278,17 @@ class StandingRow(NamedTuple):
     last_played_at: datetime | None
 
 
+def last_rank(*, session: Session, ladder_id: str, season: int) -> int:
+    """How many players the season's archive ranks (its last rank: one probe of
+    ``ix_season_standings_rank``)."""
+    found = session.scalar(
+        select(func.max(SeasonStanding.rank)).where(
+            SeasonStanding.ladder_id == ladder_id, SeasonStanding.season == season
+        )
+    )
+    return int(found or 0)
+
+
 def standings_page(
     *, session: Session, ladder_id: str, season: int, after_rank: int, limit: int
 ) -> list[StandingRow]:
