@@ -74,6 +74,20 @@ class Tiering:
 
     tiers: TierList | None
     cutoffs: Sequence[Key | None] = ()
+    #: The last rank each tier by percentile holds (:func:`rank_limits`), for
+    #: :meth:`of_rank`.
+    limits: Sequence[int] = ()
+
+    def of_rank(self, conservative: float, player_id: str, rank: int | None) -> str | None:
+        """The tier of a ranked player by their rank among the ranked players (their
+        leaderboard rank with no ``min_matches``), or by their key where cutoffs were found."""
+        if not by_percentile(self.tiers) or self.cutoffs:
+            return self.of(conservative, player_id)
+        assert self.tiers is not None
+        for tier, limit in zip(self.tiers, self.limits, strict=True):
+            if rank is not None and rank <= limit:
+                return str(tier["name"])
+        return None
 
     def of(self, conservative: float, player_id: str) -> str | None:
         """The tier of a rating at this leaderboard key."""
@@ -84,17 +98,6 @@ class Tiering:
             if cutoff is not None and at_or_above(conservative, player_id, cutoff):
                 return str(tier["name"])
         return None
-
-    def span(self, name: str) -> tuple[Key | None, Key | None]:
-        """Tier ``name`` by percentile on the leaderboard: after the cutoff of the tiers
-        above (None: from the top) down to its own cutoff (None: it holds nobody)."""
-        assert self.tiers is not None
-        top: Key | None = None
-        for tier, cutoff in zip(self.tiers, self.cutoffs, strict=True):
-            if tier["name"] == name:
-                return top, cutoff if cutoff != top else None
-            top = cutoff if cutoff is not None else top
-        return top, None
 
 
 def tier_range(tiers: TierList | None, name: str) -> tuple[float, float] | None:

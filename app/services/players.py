@@ -72,7 +72,11 @@ def leaderboard(
         raise InvalidInput(
             f"tier: ladder {ladder.id!r} has no tier {tier[:32]!r} (its tiers: {names})"
         )
-    board = _Board(ladder, min_matches, include_provisional, tiering(session, ladder))
+    # Tiers by percentile: an entry's rank gives its tier, unless the ranks count only the
+    # players with min_matches: then each tier's cutoff on the leaderboard does.
+    board = _Board(
+        ladder, min_matches, include_provisional, tiering(session, ladder, min_matches > 0)
+    )
     if around is not None:
         if cursor is not None or tier is not None:
             raise InvalidInput("around: give around alone, not with a cursor or a tier")
@@ -101,7 +105,7 @@ def _percentile_tier(
 ) -> LeaderboardPage:
     """A page of a tier by percentile: the leaderboard from the cutoff of the tiers above
     (after it) to the tier's own (at or above it)."""
-    top, bottom = board.tiering.span(tier)
+    top, bottom = _span(session, board.ladder, tier)
     if bottom is None:  # the tier holds nobody now
         return LeaderboardPage(entries=[], next_cursor=None, prev_cursor=None)
     rows = board.rows(session, after=key or top, limit=limit + 1, backward=backward)
@@ -114,13 +118,38 @@ def _percentile_tier(
     return _page(session, board, rows[:limit], before=key is not None, after=more, counted=True)
 
 
-def tiering(session: Session, ladder: Ladder) -> Tiering:
-    """The ladder's tiers as a request applies them: by percentile, with each tier's
-    cutoff found on the leaderboard now (its ranked players counted by the rating
-    buckets)."""
+def _span(session: Session, ladder: Ladder, tier: str) -> tuple[Key | None, Key | None]:
+    """Tier ``tier`` by percentile on the leaderboard now: after the cutoff of the tiers
+    above (None: from the top), down to its own cutoff (None: it holds nobody). Two
+    lookups of a key at a rank, whatever the number of tiers."""
+    assert ladder.tiers is not None
+    counts = rating_repo.bucket_counts(session=session, ladder_id=ladder.id)
+    limits = rank_limits(ladder.tiers, sum(players for _, players in counts))
+    n = tier_names(ladder.tiers).index(tier)
+    above = limits[n - 1] if n else 0
+    if limits[n] <= above:
+        return None, None
+    top, bottom = rating_repo.keys_at_ranks(
+        session=session,
+        ladder_id=ladder.id,
+        width=ladder.bucket_width,
+        placement=ladder.placement_matches,
+        counts=counts,
+        ranks=[above, limits[n]],
+    )
+    return top, bottom
+
+
+def tiering(session: Session, ladder: Ladder, keys: bool = True) -> Tiering:
+    """The ladder's tiers as a request applies them: by percentile, the ranked players
+    (counted by the rating buckets) and, with ``keys``, each tier's cutoff found on the
+    leaderboard now."""
     if not by_percentile(ladder.tiers):
         return Tiering(ladder.tiers)
     assert ladder.tiers is not None
+    if not keys:
+        counted = ladder_repo.count_players(session=session, ladder_ids=[ladder.id])
+        return Tiering(ladder.tiers, limits=rank_limits(ladder.tiers, counted.get(ladder.id, 0)))
     counts = rating_repo.bucket_counts(session=session, ladder_id=ladder.id)
     ranked = sum(players for _, players in counts)
     if ranked == 0:  # every tier holds nobody
@@ -269,7 +298,9 @@ def _page(
                 matches=row.matches,
                 last_played_at=utc(row.last_played_at) if row.last_played_at else None,
                 volatility=row.volatility,
-                tier=None if provisional else board.tiering.of(row.conservative, row.player_id),
+                tier=None
+                if provisional
+                else board.tiering.of_rank(row.conservative, row.player_id, rank),
                 provisional=provisional,
             )
         )

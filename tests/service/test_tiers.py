@@ -196,6 +196,12 @@ def test_tiers_by_percentile(client: TestClient, placement: int) -> None:
                 found = _cutoff_tier(board, item[side]["conservative"], entry["player_id"])
                 assert item[f"tier_{side}"] == found
     assert {e["tier"] for e in board} == {"Top", "Upper", "Rest"}
+    # A board of the players with two matches or more ranks them among themselves; their
+    # tiers stay those of the whole leaderboard.
+    tiers = {e["player_id"]: e["tier"] for e in board}
+    seasoned = all_pages(client, "/v1/ladders/p/leaderboard", limit=7, min_matches=2)
+    assert 0 < len(seasoned) < len(everyone)
+    assert [e["tier"] for e in seasoned] == [tiers[e["player_id"]] for e in seasoned]
     for tier in ("Top", "Upper", "Empty", "Rest"):
         expected_page = [e for e in board if e["tier"] == tier]
         for limit in (1, 3, 50):
