@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from sqlalchemy.orm import Session
 
@@ -42,10 +45,13 @@ from app.domain.times import utc
 from app.errors import InvalidInput, NotFound
 from app.rating.base import Rating
 from app.services.seasons import seasons_of
+from app.storage import versions
 from app.storage.models import Ladder, PlayerRating, RatingHistory
 from app.storage.repositories import ladders as ladder_repo
 from app.storage.repositories import matches as match_repo
 from app.storage.repositories import ratings as rating_repo
+
+T = TypeVar("T")
 
 
 def rating_of(row: PlayerRating) -> Rating:
@@ -118,10 +124,42 @@ def _percentile_tier(
     return _page(session, board, rows[:limit], before=key is not None, after=more, counted=True)
 
 
+#: Tier bounds found on a ladder's leaderboard, kept for the reads that come before its
+#: next write: keyed by the ladder's creation and version, which every write moves.
+_FOUND: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+_FOUND_LOCK = threading.Lock()
+#: Entries :data:`_FOUND` holds at most (the oldest go first).
+FOUND_MAX = 256
+
+
+def _found(session: Session, ladder: Ladder, what: tuple[Any, ...], find: Callable[[], T]) -> T:
+    """``find()`` on the ladder's leaderboard, or what it gave before at the same version.
+    What it finds is kept only if no write committed while it ran (the version read after
+    is the one read before), so an entry always describes the state of its version."""
+    before = versions.session_state(session, ladder.id)
+    key = (id(session.get_bind()), ladder.id, before.created_at, before.version, *what)
+    with _FOUND_LOCK:
+        if key in _FOUND:
+            _FOUND.move_to_end(key)
+            return cast(T, _FOUND[key])
+    value = find()
+    if versions.session_state(session, ladder.id).version == before.version:
+        with _FOUND_LOCK:
+            _FOUND[key] = value
+            while len(_FOUND) > FOUND_MAX:
+                _FOUND.popitem(last=False)
+    return value
+
+
 def _span(session: Session, ladder: Ladder, tier: str) -> tuple[Key | None, Key | None]:
     """Tier ``tier`` by percentile on the leaderboard now: after the cutoff of the tiers
     above (None: from the top), down to its own cutoff (None: it holds nobody). Two
-    lookups of a key at a rank, whatever the number of tiers."""
+    lookups of a key at a rank, whatever the number of tiers, kept until the next write."""
+    what = ("span", tier, json.dumps(ladder.tiers), ladder.placement_matches)
+    return _found(session, ladder, what, lambda: _find_span(session, ladder, tier))
+
+
+def _find_span(session: Session, ladder: Ladder, tier: str) -> tuple[Key | None, Key | None]:
     assert ladder.tiers is not None
     counts = rating_repo.bucket_counts(session=session, ladder_id=ladder.id)
     limits = rank_limits(ladder.tiers, sum(players for _, players in counts))
@@ -150,6 +188,12 @@ def tiering(session: Session, ladder: Ladder, keys: bool = True) -> Tiering:
     if not keys:
         counted = ladder_repo.count_players(session=session, ladder_ids=[ladder.id])
         return Tiering(ladder.tiers, limits=rank_limits(ladder.tiers, counted.get(ladder.id, 0)))
+    what = ("cutoffs", json.dumps(ladder.tiers), ladder.placement_matches)
+    return _found(session, ladder, what, lambda: _find_cutoffs(session, ladder))
+
+
+def _find_cutoffs(session: Session, ladder: Ladder) -> Tiering:
+    assert ladder.tiers is not None
     counts = rating_repo.bucket_counts(session=session, ladder_id=ladder.id)
     ranked = sum(players for _, players in counts)
     if ranked == 0:  # every tier holds nobody

@@ -8,7 +8,13 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.service.helpers import all_pages, assert_problem, create_ladder, table_counts
+from tests.service.helpers import (
+    all_pages,
+    assert_problem,
+    create_ladder,
+    post_match,
+    table_counts,
+)
 from tests.service.oracle import random_matches
 from tests.service.test_void import _batch
 
@@ -209,6 +215,16 @@ def test_tiers_by_percentile(client: TestClient, placement: int) -> None:
                 expected_page
             )
     _pages_back_up(client, "p", "Rest", [e for e in board if e["tier"] == "Rest"])
+
+    # A tier's bounds, kept between writes, move with the next write: a player climbs.
+    climber = board[-1]["player_id"]
+    for n in range(6):
+        post_match(client, "p", {"teams": [[climber], [board[n]["player_id"]]]})
+    board = all_pages(client, "/v1/ladders/p/leaderboard", limit=100)
+    assert [e["tier"] for e in board] == [_percentile_tier(e["rank"], len(board)) for e in board]
+    for tier in ("Top", "Upper", "Rest"):
+        expected_page = [e for e in board if e["tier"] == tier]
+        assert all_pages(client, "/v1/ladders/p/leaderboard", limit=5, tier=tier) == expected_page
 
     # The closed season's archive: percentiles of its own standings.
     assert client.post("/v1/ladders/p/seasons", json={"id": "two"}).status_code == 201
