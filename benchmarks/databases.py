@@ -1,5 +1,5 @@
-"""What the database benchmarks share: a fresh database per run, printing a table, and
-the HTTP benchmark's helpers."""
+"""What the database benchmarks share: a fresh database per run, a big ladder in it,
+printing a table, and the HTTP benchmark's helpers."""
 
 from __future__ import annotations
 
@@ -9,10 +9,16 @@ import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from app.storage.engine import dispose_engines
+from sqlalchemy import text
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.domain.documents.ladders import LadderCreate
+from app.services import ladders
+from app.storage.engine import dispose_engines, get_engine, session_factory, upgrade
 
 
 @contextmanager
@@ -68,3 +74,24 @@ def http_benchmark() -> Any:
     sys.modules[spec.name] = module  # its dataclasses look their module up
     spec.loader.exec_module(module)
     return module
+
+
+def big_ladder(url: str, body: LadderCreate, players: int) -> sessionmaker[Session]:
+    """The database at ``url`` migrated, the ladder of ``body`` made in it and given
+    ``players`` rated players of one match each, written straight into ``ratings``
+    (``benchmarks/http.py``'s rows); the database's sessions."""
+    upgrade(url)
+    sessions = session_factory(get_engine(url))
+    with sessions() as session:
+        ladders.create_ladder(session=session, body=body, now=datetime.now(UTC))
+        session.commit()
+    http = http_benchmark()
+    http.insert_ratings(url, body.id, http.big_ratings(players, 1))
+    return sessions
+
+
+def without_timeout(session: Session, url: str) -> None:
+    """No statement timeout for the rest of the session's transaction (PostgreSQL): a
+    benchmark's setup that rewrites a million rows runs past the service's."""
+    if url.startswith("postgresql"):
+        session.execute(text("SET LOCAL statement_timeout = 0"))

@@ -34,10 +34,10 @@ if str(ROOT) not in sys.path:
 
 from app.domain.documents.ladders import LadderCreate  # noqa: E402
 from app.domain.ladders import ladder_config  # noqa: E402
-from app.services import inactivity, ladders  # noqa: E402
+from app.services import inactivity  # noqa: E402
 from app.storage import unit_of_work  # noqa: E402
-from app.storage.engine import dispose_engines, get_engine, session_factory, upgrade  # noqa: E402
-from benchmarks.databases import fresh_database, http_benchmark, print_table  # noqa: E402
+from app.storage.engine import dispose_engines  # noqa: E402
+from benchmarks.databases import big_ladder, fresh_database, print_table, without_timeout  # noqa: E402
 from benchmarks.seasons import LADDER, Writer  # noqa: E402
 
 DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432"
@@ -45,20 +45,11 @@ PARAMS = {"tau_per_day": 0.05}
 
 
 def run(url: str, players: int, step: int) -> tuple[str, ...]:
-    upgrade(url)
-    sessions = session_factory(get_engine(url))
-    with sessions() as session:
-        ladders.create_ladder(
-            session=session,
-            body=LadderCreate(id=LADDER, algorithm="trueskill", params=PARAMS),
-            now=datetime.now(UTC),
-        )
-        session.commit()
-    http_benchmark().insert_ratings(url, LADDER, http_benchmark().big_ratings(players, 1))
+    body = LadderCreate(id=LADDER, algorithm="trueskill", params=PARAMS)
+    sessions = big_ladder(url, body, players)
     now = datetime.now(UTC)
     with sessions() as session:
-        if url.startswith("postgresql"):  # a million rows: past the service's timeout
-            session.execute(text("SET LOCAL statement_timeout = 0"))
+        without_timeout(session, url)
         for days in range(60):  # last matches spread over 60 days, by player id
             session.execute(
                 text(

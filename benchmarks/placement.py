@@ -27,7 +27,6 @@ import random
 import sys
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 
 from sqlalchemy import text
@@ -44,8 +43,8 @@ from app.domain.documents.ladders import LadderCreate, Tier  # noqa: E402
 from app.domain.documents.players import LeaderboardPage  # noqa: E402
 from app.services import ladders, players  # noqa: E402
 from app.storage import blocks  # noqa: E402
-from app.storage.engine import dispose_engines, get_engine, session_factory, upgrade  # noqa: E402
-from benchmarks.databases import fresh_database, http_benchmark, print_table  # noqa: E402
+from app.storage.engine import dispose_engines, get_engine  # noqa: E402
+from benchmarks.databases import big_ladder, fresh_database, print_table, without_timeout  # noqa: E402
 
 DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432"
 LADDER = "bench"
@@ -114,23 +113,14 @@ def _measure(
 def run(
     url: str, players_n: int, shares: list[int], reads: int, tiers: list[Tier] | None
 ) -> list[list[str]]:
-    upgrade(url)
-    sessions = session_factory(get_engine(url))
-    with sessions() as session:
-        ladders.create_ladder(
-            session=session,
-            body=LadderCreate(id=LADDER, algorithm="trueskill", tiers=tiers),
-            now=datetime.now(UTC),
-        )
-        session.commit()
-    http_benchmark().insert_ratings(url, LADDER, http_benchmark().big_ratings(players_n, 1))
+    body = LadderCreate(id=LADDER, algorithm="trueskill", tiers=tiers)
+    sessions = big_ladder(url, body, players_n)
     rows: list[list[str]] = []
     rng = random.Random(7)
     for share in shares:
         placement = 1 if share else 0
         with sessions() as session:
-            if url.startswith("postgresql"):  # a million rows: past the service's timeout
-                session.execute(text("SET LOCAL statement_timeout = 0"))
+            without_timeout(session, url)
             session.execute(
                 text(
                     "UPDATE ratings SET season_base = CASE WHEN"

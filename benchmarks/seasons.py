@@ -42,8 +42,8 @@ from app.domain.documents.matches import MatchCreate  # noqa: E402
 from app.domain.documents.seasons import SeasonCreate, SeasonOut  # noqa: E402
 from app.services import batches, ladders, seasons  # noqa: E402
 from app.storage import unit_of_work  # noqa: E402
-from app.storage.engine import dispose_engines, get_engine, session_factory, upgrade  # noqa: E402
-from benchmarks.databases import fresh_database, http_benchmark, print_table  # noqa: E402
+from app.storage.engine import dispose_engines, get_engine, session_factory  # noqa: E402
+from benchmarks.databases import big_ladder, fresh_database, print_table  # noqa: E402
 
 DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432"
 LADDER = "bench"
@@ -82,16 +82,7 @@ class Writer(threading.Thread):
 
 
 def run(url: str, players: int, keep: float) -> tuple[str, ...]:
-    upgrade(url)
-    sessions = session_factory(get_engine(url))
-    with sessions() as session:
-        ladders.create_ladder(
-            session=session,
-            body=LadderCreate(id=LADDER, algorithm="trueskill"),
-            now=datetime.now(UTC),
-        )
-        session.commit()
-    http_benchmark().insert_ratings(url, LADDER, http_benchmark().big_ratings(players, 1))
+    sessions = big_ladder(url, LadderCreate(id=LADDER, algorithm="trueskill"), players)
     writer = Writer(url, players)
     writer.start()
     time.sleep(2.0)  # the writer's pace before the opening

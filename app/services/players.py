@@ -291,7 +291,7 @@ def _around(*, session: Session, board: _Board, limit: int, player_id: str) -> L
     if (
         row is None
         or row.matches < board.min_matches
-        or row.matches - row.season_base < board.shown
+        or is_provisional(board.shown, row.matches, row.season_base)
     ):
         raise NotFound(
             f"around: no player {player_id[:128]!r} on this leaderboard of ladder {ladder.id!r}"
@@ -327,7 +327,7 @@ def _page(
     aged = _aged(ladder.algorithm, ladder.params, ladder.aged_at)
     entries = []
     for row in rows:
-        provisional = ladder.placement_matches > 0 and board.provisional(row)
+        provisional = board.provisional(row)
         rank = None if provisional else next_rank
         next_rank += 0 if provisional else 1
         # Typed values from the database: constructed without validating them again,
