@@ -75,6 +75,11 @@ def transaction(work: Callable[[Session], T], *, read_only: bool = False) -> T:
     return unit_of_work.run(work, read_only=read_only, session_factory=session_factory(engine))
 
 
+def transactor() -> unit_of_work.Transact:
+    """:func:`transaction` as a ``Transact``, for a service that runs several in turn."""
+    return unit_of_work.transactor(session_factory(open_database()))
+
+
 def report_errors(step: Callable[[], int]) -> int:
     """Run ``step``; an error meant for the operator is printed on one line, status 1."""
     try:

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
-from app.cli.base import print_table, transaction
+from app.cli.base import print_table, transaction, transactor
 from app.domain.documents.seasons import SeasonCreate, SeasonOut
 from app.errors import InvalidInput, validation_detail
 from app.services import ladders, seasons
@@ -65,11 +65,15 @@ def cmd_seasons_start(args: argparse.Namespace) -> int:
         raise InvalidInput(validation_detail(exc.errors(include_input=False))) from None
     now = datetime.now(UTC)
 
+    owner = seasons.new_owner()
+
     def work(session: Session) -> SeasonOut:
         ladder = ladders.get_ladder(session=session, ladder_id=args.ladder)
-        return seasons.open_season(session=session, ladder=ladder, body=body, now=now)
+        return seasons.open_season(session=session, ladder=ladder, body=body, now=now, owner=owner)
 
     season = transaction(work)
+    if season.opening:
+        season = seasons.settle_opening(transact=transactor(), ladder_id=args.ladder, owner=owner)
     print(
         f"opened season {season.id!r} of ladder {args.ladder!r}: {season.players:,} ratings "
         f"reset with keep {season.keep:g}",

@@ -77,6 +77,7 @@ def record_matches(
         [],
         recorded=found.recorded,
         aged_at=found.aged_at,
+        opening_from=found.opening_from,
     )
     results: list[tuple[str, bool] | None] = [None] * len(bodies)
     _answer_recorded(entry, results, label)
@@ -236,6 +237,9 @@ def record_ahead(*, session: Session, ahead: Ahead) -> list[tuple[str, bool]] | 
     )
     if (found.algorithm, found.params) != (ahead.algorithm, ahead.params) or found.recorded:
         return None
+    # A season opening under way resets the players it has not reached first: then the
+    # states differ from those the batch was rated from, and it is rated again.
+    entry.opening_from = found.opening_from
     states = lock_group_players(session, {ahead.ladder_id: entry}, ahead.now)[ahead.ladder_id]
     if len(states) != len(ahead.expected) or not all(
         _same(a, b) for a, b in zip(states, ahead.expected, strict=True)

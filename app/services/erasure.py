@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -35,6 +36,7 @@ from app.domain.pseudonyms import (
     with_seeds,
 )
 from app.errors import NotFound
+from app.services.seasons import finish_opening
 from app.storage import blocks
 from app.storage.models import Ladder
 from app.storage.repositories import erasure as erasure_repo
@@ -59,6 +61,8 @@ def erase_player(*, session: Session, ladder: Ladder, player_id: str) -> Erasure
     if locked is None:
         raise NotFound(f"ladder: no ladder {ladder.id!r}")
     rerating_repo.lift_statement_timeout(session=session)
+    # A season opening under way finishes first: its archive is whole when the id leaves.
+    finish_opening(session=session, ladder=locked, now=datetime.now(UTC))
     rating = rating_repo.lock_rating(session=session, ladder_id=ladder.id, player_id=player_id)
     seqs = erasure_repo.player_match_seqs(session=session, ladder_id=ladder.id, player_id=player_id)
     if rating is None and not seqs:

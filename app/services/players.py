@@ -44,7 +44,7 @@ from app.domain.tiers import (
 from app.domain.times import utc
 from app.errors import InvalidInput, NotFound
 from app.rating.base import Rating
-from app.services.seasons import seasons_of
+from app.services.seasons import reset_unreached, seasons_of
 from app.storage import versions
 from app.storage.models import Ladder, PlayerRating, RatingHistory
 from app.storage.repositories import ladders as ladder_repo
@@ -490,8 +490,8 @@ def seed_player(
         _check_volatility(config, body.volatility)
     # The ladder share-locked, as recording a match does: a re-rating holding it (void,
     # rebuild) reads every seed and rating of the ladder, so the seed waits for it.
-    ladder_repo.lock_ladder(session=session, ladder_id=ladder.id, share=True)
-    rating_repo.insert_missing_ratings(
+    locked = ladder_repo.lock_ladder(session=session, ladder_id=ladder.id, share=True)
+    created = rating_repo.insert_missing_ratings(
         session=session,
         ladder_id=ladder.id,
         player_ids=[player_id],
@@ -501,6 +501,20 @@ def seed_player(
         now=now,
         volatility=prior.volatility,
     )
+    if locked is not None and locked.opening_from is not None and not created:
+        # A season opening under way that has not reached the player resets them first:
+        # the seed comes after the reset in their history.
+        reset_unreached(
+            session=session,
+            ladder_id=ladder.id,
+            config=config,
+            aged_at=locked.aged_at,
+            opening_from=locked.opening_from,
+            states=rating_repo.lock_rating_states(
+                session=session, ladder_id=ladder.id, player_ids=[player_id]
+            ),
+            now=now,
+        )
     row = rating_repo.lock_rating(session=session, ladder_id=ladder.id, player_id=player_id)
     if row is None:  # inserted just above, in this transaction
         raise unknown_player(ladder, player_id)

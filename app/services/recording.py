@@ -31,7 +31,7 @@ from app.domain.outcomes import body_hash, canonical_request, dense_ranks, outco
 from app.domain.results import result_parts, with_seq
 from app.domain.times import utc
 from app.errors import NotFound, ProblemError
-from app.services import accuracy, auth
+from app.services import accuracy, auth, seasons
 from app.services.rating import (
     FloatArray,
     Label,
@@ -386,6 +386,8 @@ class LadderWork:
     recorded: dict[str, match_repo.StoredMatch] = field(default_factory=dict)
     #: The time the ladder's stored conservative ratings are aged to (None: not aged).
     aged_at: datetime | None = None
+    #: While a season opens in steps: its first history id (``ladders.opening_from``).
+    opening_from: int | None = None
 
 
 def _admit(
@@ -423,7 +425,10 @@ def _admit(
             auth.record_use(session, key_id=key.id, now=s.now)
         used.add(key.id)
         ladder, config = ladder_and_config(s.ladder_id, row.algorithm, row.params)
-        entry = work.setdefault(ladder.id, LadderWork(ladder, config, [], [], aged_at=row.aged_at))
+        entry = work.setdefault(
+            ladder.id,
+            LadderWork(ladder, config, [], [], aged_at=row.aged_at, opening_from=row.opening_from),
+        )
         entry.incoming.append(incoming_match(n, s.body, s.now))
         entry.recorded.update(row.recorded)
     return work
@@ -444,8 +449,13 @@ def lock_group_players(
         return {
             ladder_id: _with_new_players(
                 work[ladder_id],
-                recording_repo.lock_players(
-                    session=session, ladder_id=ladder_id, player_ids=work[ladder_id].players
+                _reset_unreached(
+                    session,
+                    work[ladder_id],
+                    recording_repo.lock_players(
+                        session=session, ladder_id=ladder_id, player_ids=work[ladder_id].players
+                    ),
+                    now,
                 ),
             )
             for ladder_id in sorted(work)
@@ -485,6 +495,8 @@ def lock_group_players(
                 session=session, ladder_id=ladder_id, player_ids=entry.players
             )
         locked[ladder_id] = states
+    for ladder_id in sorted(work):
+        locked[ladder_id] = _reset_unreached(session, work[ladder_id], locked[ladder_id], now)
     # Bounded whatever a group or batch holds: a batch of new players must not leave the
     # process holding a hint for each of them.
     hints = [hash((ladder_id, p)) for ladder_id in work for p in work[ladder_id].players]
@@ -493,6 +505,30 @@ def lock_group_players(
     if len(hints) <= RATED_HINTS:
         _rated.update(hints)
     return locked
+
+
+def _reset_unreached(
+    session: Session, entry: LadderWork, states: list[rating_repo.RatingState], now: datetime
+) -> list[rating_repo.RatingState]:
+    """``states`` (locked) with the players a season opening under way has not reached yet
+    reset first (``seasons.reset_unreached``); the players this transaction created are
+    new to the ladder, not in the season before."""
+    if entry.opening_from is None:
+        return states
+    old = [state for state in states if state.player_id not in entry.created]
+    reset = {
+        state.player_id: state
+        for state in seasons.reset_unreached(
+            session=session,
+            ladder_id=entry.ladder.id,
+            config=entry.config,
+            aged_at=entry.aged_at,
+            opening_from=entry.opening_from,
+            states=old,
+            now=now,
+        )
+    }
+    return [reset.get(state.player_id, state) for state in states]
 
 
 def prior_state(config: LadderConfig, player: str) -> rating_repo.RatingState:

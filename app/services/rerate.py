@@ -41,6 +41,7 @@ from app.services.rating import Planned, Rated, RatingTable, day_of, rate
 from app.services.recording import history_rows
 from app.services.seasons import (
     Seasons,
+    finish_opening,
     refresh_played,
     reset_values,
     rewrite_standings,
@@ -462,6 +463,8 @@ def void_match(
     in one ordered statement.
     """
     ladder = hold_ladder(session=session, ladder_id=ladder.id, patient=patient)
+    # A season opening under way finishes first: the replay reads every reset it makes.
+    finish_opening(session=session, ladder=ladder, now=now)
     match = rerating_repo.lock_match(session=session, ladder_id=ladder.id, match_id=match_id)
     if match is None:
         raise NotFound(f"match_id: no match {match_id[:128]!r} in ladder {ladder.id!r}")
@@ -775,6 +778,8 @@ def rebuild(
     the ladder's current parameters; in one transaction that holds the ladder
     (:func:`hold_ladder`), every rating locked."""
     ladder = hold_ladder(session=session, ladder_id=ladder.id, patient=patient)
+    # A season opening under way finishes first: the replay reads every reset it makes.
+    finish_opening(session=session, ladder=ladder, now=now)
     config = ladder_config(ladder.algorithm, ladder.params)
     states = rerating_repo.lock_ladder_ratings(session=session, ladder_id=ladder.id)
     matches = rerating_repo.matches_after(session=session, ladder_id=ladder.id, after_seq=0)
@@ -860,6 +865,8 @@ def update_ladder(
     rebuild without a change replays the ladder as it is.
     """
     ladder = hold_ladder(session=session, ladder_id=ladder.id, patient=patient)
+    # A season opening under way finishes first: the replay reads every reset it makes.
+    finish_opening(session=session, ladder=ladder, now=now)
     wants_rebuild = rebuild_now or body.rebuild
     params = ladder.params
     if body.params:

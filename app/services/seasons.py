@@ -17,9 +17,13 @@ from __future__ import annotations
 
 import bisect
 import logging
-from collections.abc import Iterable, Sequence
+import math
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -38,7 +42,9 @@ from app.errors import Conflict, InvalidInput, NotFound, ServiceUnavailable
 from app.rating.seasons import reset_mu, reset_sigma
 from app.services.ladders import hold_ladder
 from app.services.periodic import Periodic
+from app.storage import blocks
 from app.storage.models import Ladder
+from app.storage.repositories import inactivity as aging_repo
 from app.storage.repositories import ladders as ladder_repo
 from app.storage.repositories import ratings as rating_repo
 from app.storage.repositories import rerating as rerating_repo
@@ -47,6 +53,16 @@ from app.storage.repositories.seasons import SeasonRow
 from app.storage.unit_of_work import Transact
 
 _log = logging.getLogger(__name__)
+
+#: How long a step of an opening should take: the next step's size follows the time the
+#: last one took, so that a match waits about this long at most for a player in one.
+STEP_SECONDS = 0.2
+#: The first step's players, and the bounds of any step's.
+FIRST_STEP, MIN_STEP, MAX_STEP = 1_000, 100, 20_000
+#: Players a re-rating that finishes an opening resets at a time (in its one transaction).
+STEP = 5_000
+#: How long an opening's worker holds it after its last step: then another takes over.
+LEASE = timedelta(seconds=60)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,11 +95,12 @@ def seasons_of(*, session: Session, ladder_id: str) -> Seasons:
 
 
 def open_season(
-    *, session: Session, ladder: Ladder, body: SeasonCreate, now: datetime
+    *, session: Session, ladder: Ladder, body: SeasonCreate, now: datetime, owner: str
 ) -> SeasonOut:
-    """Close the ladder's current season and open ``body.id`` with the soft reset, in one
-    transaction holding the ladder; with ``starts_at``, schedule it instead
-    (:func:`schedule_season`). A season id the ladder has had, or has scheduled, is a 409."""
+    """Close the ladder's current season and open ``body.id``, in a short transaction
+    holding the ladder; its opening, ``owner``'s, is then run by :func:`settle_opening`.
+    With ``starts_at``, schedule it instead (:func:`schedule_season`). A season id the
+    ladder has had, or has scheduled, is a 409."""
     if body.starts_at is not None:
         return schedule_season(session=session, ladder=ladder, body=body, now=now)
     ladder = hold_ladder(session=session, ladder_id=ladder.id)
@@ -94,29 +111,22 @@ def open_season(
             f"{rfc3339(scheduled.starts_at)}"
         )
     keep = ladder.season_keep if body.keep is None else body.keep
-    return _open(session=session, ladder=ladder, season_id=body.id, keep=keep, now=now)
+    return _open(session=session, ladder=ladder, season_id=body.id, keep=keep, now=now, owner=owner)
 
 
 def _open(
-    *, session: Session, ladder: Ladder, season_id: str, keep: float, now: datetime
+    *, session: Session, ladder: Ladder, season_id: str, keep: float, now: datetime, owner: str
 ) -> SeasonOut:
     """Open the season ``season_id`` on the ladder this transaction holds alone: the
-    closing season's standings archived, every rating reset, the seasons' rows moved on."""
+    closing season closed, the new one current, and its opening under way (``owner``'s),
+    whose steps (:func:`run_opening`) archive the standings and reset the ratings. An
+    opening still under way finishes here first."""
+    finish_opening(session=session, ladder=ladder, now=now)
     seasons = seasons_of(session=session, ladder_id=ladder.id)
     if any(row.id == season_id for row in seasons.rows):
         raise Conflict(f"id: ladder {ladder.id!r} has a season {season_id!r} already")
     current = seasons.rows[-1]
-    config = ladder_config(ladder.algorithm, ladder.params)
     first_seq, first_history_id = season_repo.next_numbers(session=session)
-    states = rerating_repo.lock_ladder_ratings(session=session, ladder_id=ladder.id)
-    played = season_repo.played_in(
-        session=session, ladder_id=ladder.id, first_seq=current.first_seq
-    )
-    standings = _standings(config, states, played)
-    season_repo.insert_standings(
-        session=session, ladder_id=ladder.id, season=current.ordinal, rows=standings
-    )
-    _write_resets(session=session, ladder=ladder, config=config, states=states, keep=keep, now=now)
     season_repo.close_season(
         session=session, ladder_id=ladder.id, ordinal=current.ordinal, ended_at=now
     )
@@ -130,7 +140,300 @@ def _open(
         first_history_id=first_history_id,
     )
     season_repo.add_season(session=session, ladder_id=ladder.id, season=opened)
-    return _season_out(opened, matches=0, players=len(states))
+    season_repo.start_opening(
+        session=session,
+        ladder_id=ladder.id,
+        season=opened.ordinal,
+        first_history_id=first_history_id,
+        owner=owner,
+        lease_until=now + LEASE,
+    )
+    players = season_repo.count_ratings(session=session, ladder_id=ladder.id)
+    return _season_out(opened, matches=0, players=players, opening=True)
+
+
+def settle_opening(
+    *,
+    transact: Transact,
+    ladder_id: str,
+    owner: str,
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    size: int | None = None,
+    stopping: Callable[[], bool] = lambda: False,
+) -> SeasonOut:
+    """Run the steps of the ladder's opening held by ``owner`` (:func:`run_opening`), then
+    the season as it stands: ``opening`` false once they are done."""
+    run_opening(
+        transact=transact,
+        ladder_id=ladder_id,
+        owner=owner,
+        clock=clock,
+        size=size,
+        stopping=stopping,
+    )
+
+    def current(session: Session) -> SeasonOut:
+        seasons = seasons_of(session=session, ladder_id=ladder_id)
+        row = seasons.rows[-1]
+        return _season_out(
+            row,
+            matches=season_repo.match_counts(
+                session=session, ladder_id=ladder_id, first_seq=row.first_seq, end_seq=None
+            ),
+            players=season_repo.count_ratings(session=session, ladder_id=ladder_id),
+            opening=season_repo.opening_of(session=session, ladder_id=ladder_id, lock=False)
+            is not None,
+        )
+
+    return transact(current, read_only=True)
+
+
+def _next_size(size: int, seconds: float) -> int:
+    """The size of the step after one of ``size`` players that took ``seconds``: halfway
+    (geometrically) to the size that would take :data:`STEP_SECONDS`."""
+    aim = size * STEP_SECONDS / max(seconds, 1e-3)
+    return max(MIN_STEP, min(MAX_STEP, round(math.sqrt(size * aim))))
+
+
+def run_opening(
+    *,
+    transact: Transact,
+    ladder_id: str,
+    owner: str,
+    clock: Callable[[], datetime],
+    size: int | None = None,
+    stopping: Callable[[], bool] = lambda: False,
+) -> bool:
+    """The steps of the ladder's opening, ``owner``'s (its lease moved on at each): first
+    the players by id, each step resetting those not reset yet; then the closing season's
+    archive, written from the reset entries in rank order. Each step is a short
+    transaction that share-locks the ladder as recording does, so matches are recorded
+    between steps and wait at most one for a player in it; each takes about
+    :data:`STEP_SECONDS` (``size``: a fixed number of players instead). Whether the opening
+    is done (False: another worker holds it now, or this one stops)."""
+    order: list[dict[str, Any]] | None = None
+    players = size or FIRST_STEP
+    while not stopping():
+        found = transact(
+            lambda session: season_repo.opening_of(session=session, ladder_id=ladder_id),
+            read_only=True,
+        )
+        if found is None:
+            return True  # done (here, or by a re-rating that finished it)
+        if found.owner != owner:
+            return False
+        if found.ranked is not None and order is None:
+            order = transact(
+                partial(_archive_order, ladder_id=ladder_id, first=found.first_history_id),
+                read_only=True,
+            )
+        step = partial(
+            _opening_step,
+            ladder_id=ladder_id,
+            owner=owner,
+            size=players,
+            now=clock(),
+            order=order,
+        )
+        started = time.perf_counter()
+        done = transact(step, bulk=True)
+        if size is None:
+            players = _next_size(players, time.perf_counter() - started)
+        if done is None:
+            return False  # taken over: this worker's lease ran out
+        if done:
+            _log.info("seasons: ladder %r opened its season", ladder_id)
+            return True
+    return False
+
+
+def _archive_order(session: Session, *, ladder_id: str, first: int) -> list[dict[str, Any]]:
+    """The closing season's standings as the opening's resets started from (each reset
+    entry's "before"), best first (conservative rating, highest first; ties by player id),
+    each with its rank: the archive's rows, but for the season's matches."""
+    ladder = ladder_repo.read_ladder(session=session, ladder_id=ladder_id)
+    assert ladder is not None
+    config = ladder_config(ladder.algorithm, ladder.params)
+    rows: list[dict[str, Any]] = [
+        {
+            "player_id": reset.player_id,
+            "mu": reset.mu,
+            "sigma": reset.sigma if config.bayesian else None,
+            "conservative": _conservative(
+                config, reset.mu, reset.sigma if config.bayesian else None
+            ),
+            "volatility": reset.volatility,
+        }
+        for reset in season_repo.resets_since(
+            session=session, ladder_id=ladder_id, first_history_id=first
+        )
+    ]
+    rows.sort(key=lambda row: (-row["conservative"], row["player_id"]))
+    for rank, row in enumerate(rows, start=1):
+        row["rank"] = rank
+    return rows
+
+
+def _archive(
+    session: Session, *, ladder_id: str, season: SeasonRow, end_seq: int, rows: list[dict[str, Any]]
+) -> None:
+    """Archive ``rows`` of :func:`_archive_order` as ``season``'s standings, with each
+    player's matches in it and the latest played_at among them."""
+    played = season_repo.played_in(
+        session=session,
+        ladder_id=ladder_id,
+        first_seq=season.first_seq,
+        end_seq=end_seq,
+        player_ids=[row["player_id"] for row in rows],
+    )
+    season_repo.insert_standings(
+        session=session,
+        ladder_id=ladder_id,
+        season=season.ordinal,
+        rows=[
+            {**row, "matches": count, "last_played_at": last}
+            for row in rows
+            for count, last in [played.get(row["player_id"], (0, None))]
+        ],
+    )
+
+
+def _opening_step(
+    session: Session,
+    *,
+    ladder_id: str,
+    owner: str,
+    size: int,
+    now: datetime,
+    order: list[dict[str, Any]] | None,
+) -> bool | None:
+    """One step of the ladder's opening (:func:`run_opening`): whether it is done (None:
+    another worker holds it now)."""
+    # The ladder share-locked first, as every writer takes it before anything else.
+    ladder = ladder_repo.lock_ladder(session=session, ladder_id=ladder_id, share=True)
+    found = season_repo.opening_of(session=session, ladder_id=ladder_id)
+    if ladder is None or found is None or found.owner != owner:
+        return None
+    lease = {"owner": owner, "lease_until": now + LEASE}
+    if found.ranked is None:
+        states = [
+            row.state
+            for row in aging_repo.lock_step(
+                session=session, ladder_id=ladder_id, after_id=found.after_id, size=size
+            )
+        ]
+        _reset_ladder(session=session, ladder=ladder, states=states, now=now)
+        if len(states) == size:
+            season_repo.move_opening(
+                session=session, ladder_id=ladder_id, after_id=states[-1].player_id, **lease
+            )
+        else:
+            season_repo.move_opening(session=session, ladder_id=ladder_id, ranked=0, **lease)
+        return False
+    if order is None:
+        return False  # the archive's turn: the caller reads its order first
+    seasons = seasons_of(session=session, ladder_id=ladder_id)
+    opened = seasons.rows[found.season - 1]
+    _archive(
+        session,
+        ladder_id=ladder_id,
+        season=seasons.rows[found.season - 2],
+        end_seq=opened.first_seq,
+        rows=order[found.ranked : found.ranked + size],
+    )
+    if found.ranked + size < len(order):
+        season_repo.move_opening(
+            session=session, ladder_id=ladder_id, ranked=found.ranked + size, **lease
+        )
+        return False
+    season_repo.end_opening(session=session, ladder_id=ladder_id)
+    return True
+
+
+def finish_opening(*, session: Session, ladder: Ladder, now: datetime) -> None:
+    """Finish the ladder's opening under way, if any, in this transaction, which holds the
+    ladder alone (a re-rating, an erasure, the next opening): every player not reset yet
+    reset, the rest of the archive written. Whichever worker ran its steps stops at its
+    next one."""
+    found = season_repo.opening_of(session=session, ladder_id=ladder.id)
+    if found is None:
+        return
+    after = found.after_id if found.ranked is None else None
+    while after is not None:
+        rows = aging_repo.lock_step(session=session, ladder_id=ladder.id, after_id=after, size=STEP)
+        _reset_ladder(session=session, ladder=ladder, states=[row.state for row in rows], now=now)
+        after = rows[-1].state.player_id if len(rows) == STEP else None
+    order = _archive_order(session, ladder_id=ladder.id, first=found.first_history_id)
+    seasons = seasons_of(session=session, ladder_id=ladder.id)
+    _archive(
+        session,
+        ladder_id=ladder.id,
+        season=seasons.rows[found.season - 2],
+        end_seq=seasons.rows[found.season - 1].first_seq,
+        rows=order[found.ranked or 0 :],
+    )
+    season_repo.end_opening(session=session, ladder_id=ladder.id)
+    ladder.opening_from = None
+
+
+def reset_unreached(
+    *,
+    session: Session,
+    ladder_id: str,
+    config: LadderConfig,
+    aged_at: datetime | None,
+    opening_from: int | None,
+    states: Sequence[rating_repo.RatingState],
+    now: datetime,
+    bulk: bool = False,
+) -> list[rating_repo.RatingState]:
+    """While the ladder's season opens (``opening_from``, its first history id): those of
+    ``states`` (ratings this transaction has row-locked) that the opening has not reset
+    yet, reset now, each reset written as a history entry (whose "before" the opening
+    archives as the player's standing in the closing season when its steps end), as the
+    opening's steps would have; returns ``states`` with those ratings reset. A recording,
+    a batch and a seed call it for their players before rating them."""
+    if opening_from is None or not states:
+        return list(states)
+    unreached = season_repo.not_reset(
+        session=session,
+        ladder_id=ladder_id,
+        player_ids=[state.player_id for state in states],
+        first_history_id=opening_from,
+    )
+    chosen = [state for state in states if state.player_id in unreached]
+    if not chosen:
+        return list(states)
+    opened = seasons_of(session=session, ladder_id=ladder_id).of_history(opening_from)
+    reset = _write_resets(
+        session=session,
+        ladder_id=ladder_id,
+        config=config,
+        states=chosen,
+        keep=opened.keep,
+        aged_at=aged_at,
+        now=now,
+        at=opened.started_at,
+        bulk=bulk,
+    )
+    return [reset.get(state.player_id, state) for state in states]
+
+
+def _reset_ladder(
+    *, session: Session, ladder: Ladder, states: Sequence[rating_repo.RatingState], now: datetime
+) -> None:
+    """:func:`reset_unreached` for a step of the ladder's players (rows this transaction
+    locked, in id order)."""
+    reset_unreached(
+        session=session,
+        ladder_id=ladder.id,
+        config=ladder_config(ladder.algorithm, ladder.params),
+        aged_at=ladder.aged_at,
+        opening_from=ladder.opening_from,
+        states=states,
+        now=now,
+        bulk=True,
+    )
 
 
 def schedule_season(
@@ -198,24 +501,47 @@ def cancel_season(*, session: Session, ladder: Ladder, season: str) -> SeasonOut
     raise Conflict(f"season: {season[:64]!r} has opened: only a scheduled season is cancelled")
 
 
-def open_due_seasons(*, transact: Transact, now: datetime) -> list[SeasonOut]:
-    """Open every scheduled season due at ``now``, each in a transaction of its own that
-    holds its ladder, takes (deletes) the schedule's row and opens the season: whichever
-    worker or instance takes the row opens it, once; a transaction that fails (a crash, a
-    lost connection, the ladder held past the statement timeout) leaves the row for the
-    next round. Returns the seasons this call opened."""
+def new_owner() -> str:
+    """A name for the worker that runs an opening's steps (its lease's holder)."""
+    return uuid.uuid4().hex
+
+
+def open_due_seasons(
+    *,
+    transact: Transact,
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    stopping: Callable[[], bool] = lambda: False,
+) -> list[SeasonOut]:
+    """Open every scheduled season due now, each in a transaction of its own that holds
+    its ladder, takes (deletes) the schedule's row and opens the season: whichever worker
+    or instance takes the row opens it, once; a transaction that fails (a crash, a lost
+    connection, the ladder held past the statement timeout) leaves the row for the next
+    round. Then the opening's steps (:func:`run_opening`); and the steps of every opening
+    whose worker stopped (its lease ran out), taken over. Returns the seasons this call
+    opened."""
+    now = clock()
     due = transact(
         lambda session: season_repo.due_ladders(session=session, now=now), read_only=True
     )
     opened: list[SeasonOut] = []
     for ladder_id in due:
+        owner = new_owner()
 
-        def work(session: Session, ladder_id: str = ladder_id) -> SeasonOut | None:
+        def work(
+            session: Session, ladder_id: str = ladder_id, owner: str = owner
+        ) -> SeasonOut | None:
             ladder = hold_ladder(session=session, ladder_id=ladder_id)
             row = season_repo.take_due(session=session, ladder_id=ladder_id, now=now)
             if row is None:
                 return None  # another worker opened it
-            return _open(session=session, ladder=ladder, season_id=row.id, keep=row.keep, now=now)
+            return _open(
+                session=session,
+                ladder=ladder,
+                season_id=row.id,
+                keep=row.keep,
+                now=now,
+                owner=owner,
+            )
 
         try:
             season = transact(work)
@@ -234,44 +560,59 @@ def open_due_seasons(*, transact: Transact, now: datetime) -> list[SeasonOut]:
         if season is not None:
             _log.info("seasons: opened season %r of ladder %r", season.id, ladder_id)
             opened.append(season)
+            _steps(transact, ladder_id, owner, clock, stopping)
+    for ladder_id in transact(
+        lambda session: season_repo.stalled_openings(session=session, now=clock()),
+        read_only=True,
+    ):
+        if stopping():
+            break
+        owner = new_owner()
+
+        def take_over(session: Session, ladder_id: str = ladder_id, owner: str = owner) -> bool:
+            found = season_repo.opening_of(session=session, ladder_id=ladder_id)
+            if found is None or found.lease_until >= clock():
+                return False  # done, or taken over by another worker meanwhile
+            season_repo.move_opening(
+                session=session, ladder_id=ladder_id, owner=owner, lease_until=clock() + LEASE
+            )
+            return True
+
+        if transact(take_over):
+            _log.info("seasons: taking over the opening of ladder %r", ladder_id)
+            _steps(transact, ladder_id, owner, clock, stopping)
     return opened
 
 
-def season_clock(transact: Transact) -> Periodic:
-    """The worker's thread that opens the scheduled seasons that are due, every
-    ``RATINGS_SEASON_CLOCK_S`` (:func:`open_due_seasons`)."""
-    return Periodic(
-        "season-clock",
-        get_settings().season_clock_s,
-        lambda: open_due_seasons(transact=transact, now=datetime.now(UTC)),
-    )
-
-
-def _standings(
-    config: LadderConfig,
-    states: Sequence[rating_repo.RatingState],
-    played: dict[str, tuple[int, datetime]],
-) -> list[dict[str, Any]]:
-    """The closing season's standings: each rated player's rating, the season's matches and
-    the rank (conservative rating, highest first; ties by player id)."""
-    rows: list[dict[str, Any]] = []
-    for state in states:
-        sigma = state.sigma if config.bayesian else None
-        rows.append(
-            {
-                "player_id": state.player_id,
-                "mu": state.mu,
-                "sigma": sigma,
-                "conservative": _conservative(config, state.mu, sigma),
-                "volatility": state.volatility,
-                "matches": played.get(state.player_id, (0, None))[0],
-                "last_played_at": state.last_played_at,
-            }
+def _steps(
+    transact: Transact,
+    ladder_id: str,
+    owner: str,
+    clock: Callable[[], datetime],
+    stopping: Callable[[], bool],
+) -> None:
+    """:func:`run_opening`, a failure logged (the lease then runs out: another round takes
+    the opening over)."""
+    try:
+        run_opening(
+            transact=transact, ladder_id=ladder_id, owner=owner, clock=clock, stopping=stopping
         )
-    rows.sort(key=lambda row: (-row["conservative"], row["player_id"]))
-    for rank, row in enumerate(rows, start=1):
-        row["rank"] = rank
-    return rows
+    except (ServiceUnavailable, NotFound) as exc:
+        _log.info("seasons: the opening of ladder %r waits for a later round: %s", ladder_id, exc)
+
+
+def season_clock(transact: Transact) -> Periodic:
+    """The worker's thread that opens the scheduled seasons that are due and takes over
+    the openings whose worker stopped, every ``RATINGS_SEASON_CLOCK_S``
+    (:func:`open_due_seasons`); an opening's steps stop between two when the worker
+    stops."""
+    clock: Periodic
+
+    def tick() -> object:
+        return open_due_seasons(transact=transact, stopping=clock.stopping)
+
+    clock = Periodic("season-clock", get_settings().season_clock_s, tick)
+    return clock
 
 
 def _conservative(config: LadderConfig, mu: float, sigma: float | None) -> float:
@@ -293,29 +634,33 @@ def reset_values(
 def _write_resets(
     *,
     session: Session,
-    ladder: Ladder,
+    ladder_id: str,
     config: LadderConfig,
     states: Sequence[rating_repo.RatingState],
     keep: float,
+    aged_at: datetime | None,
     now: datetime,
-) -> None:
-    """Every rating reset, and its history entry."""
-    if not states:
-        return
+    at: datetime,
+    bulk: bool = False,
+) -> dict[str, rating_repo.RatingState]:
+    """Every rating of ``states`` (in player id order) reset, and its history entry
+    (played at ``at``, the season's start); the states after, by player. ``bulk``: the
+    states are a step of players, whose moves between the rank counts are grouped."""
     mu = np.array([state.mu for state in states], dtype=np.float64)
     sigma = np.array([state.sigma or 0.0 for state in states], dtype=np.float64)
     new_mu, new_sigma = reset_values(config, mu, sigma, keep)
     history = []
     ratings = []
+    after: dict[str, rating_repo.RatingState] = {}
     for n, state in enumerate(states):
         after_mu = float(new_mu[n])
         after_sigma = float(new_sigma[n]) if config.bayesian else None
         history.append(
             {
-                "ladder_id": ladder.id,
+                "ladder_id": ladder_id,
                 "player_id": state.player_id,
                 "match_seq": None,
-                "played_at": now,
+                "played_at": at,
                 "mu_before": state.mu,
                 "sigma_before": state.sigma if config.bayesian else None,
                 "mu_after": after_mu,
@@ -331,19 +676,28 @@ def _write_resets(
                 "sigma": after_sigma,
                 # As it stands at the ladder's aged_at (inactivity), as every rating does.
                 "conservative": config.standing(
-                    after_mu, after_sigma, state.last_played_at, ladder.aged_at
+                    after_mu, after_sigma, state.last_played_at, aged_at
                 )[1],
                 "updated_at": now,
                 # The new season's counted matches start from here (placement).
                 "season_base": state.matches,
             }
         )
-    rating_repo.update_ratings(session=session, ladder_id=ladder.id, rows=ratings)
+        after[state.player_id] = state._replace(mu=after_mu, sigma=after_sigma)
+    if bulk:  # a step's range of players: the rank counts moved in two statements
+        with blocks.rewriting(
+            session, ladder_id=ladder_id, first_id=states[0].player_id, last_id=states[-1].player_id
+        ):
+            rating_repo.update_ratings(session=session, ladder_id=ladder_id, rows=ratings)
+    else:
+        rating_repo.update_ratings(session=session, ladder_id=ladder_id, rows=ratings)
     season_repo.insert_resets(session=session, rows=history)
+    return after
 
 
-def _season_out(row: SeasonRow, *, matches: int, players: int) -> SeasonOut:
+def _season_out(row: SeasonRow, *, matches: int, players: int, opening: bool = False) -> SeasonOut:
     return SeasonOut(
+        opening=opening,
         starts_at=None,
         id=row.id,
         ordinal=row.ordinal,
@@ -372,6 +726,7 @@ def list_seasons(*, session: Session, ladder: Ladder, limit: int, cursor: str | 
     chosen = [row for row in reversed(seasons.rows) if before is None or row.ordinal < before]
     page = chosen[: limit - len(entries)]
     archived = season_repo.count_standings(session=session, ladder_id=ladder.id)
+    opening = season_repo.opening_of(session=session, ladder_id=ladder.id, lock=False)
     for row in page:
         matches = season_repo.match_counts(
             session=session,
@@ -384,7 +739,14 @@ def list_seasons(*, session: Session, ladder: Ladder, limit: int, cursor: str | 
             if row.ended_at is None
             else archived.get(row.ordinal, 0)
         )
-        entries.append(_season_out(row, matches=matches, players=players))
+        entries.append(
+            _season_out(
+                row,
+                matches=matches,
+                players=players,
+                opening=row.ended_at is None and opening is not None,
+            )
+        )
     more = len(chosen) > len(page)
     return SeasonPage(
         entries=entries, next_cursor=encode_cursor([page[-1].ordinal]) if more else None
@@ -410,6 +772,13 @@ def standings(
         raise Conflict(
             f"season: {season[:64]!r} is the current season: its standings are the "
             "leaderboard until the next season opens"
+        )
+    opening = season_repo.opening_of(session=session, ladder_id=ladder.id, lock=False)
+    if opening is not None and opening.season == row.ordinal + 1:
+        raise Conflict(
+            f"season: the standings of {season[:64]!r} are being archived while the next "
+            "season opens; try again shortly",
+            headers={"Retry-After": "5"},
         )
     after = 0
     if cursor is not None:

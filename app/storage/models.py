@@ -100,6 +100,9 @@ class Ladder(Base):
     aged_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     #: The ladder's tiers (``app.domain.tiers``): [{"name", "min"}], highest first; NULL: none.
     tiers: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
+    #: While a season opens in steps (``season_openings``): its first history id. A player
+    #: with no history row from it on is not reset yet (``app.services.seasons``).
+    opening_from: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
 
 class PlayerRating(Base):
@@ -382,6 +385,37 @@ class AgingPass(Base):
     after_id: Mapped[str] = mapped_column(String(128))
     owner: Mapped[str] = mapped_column(String(64))
     lease_until: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class SeasonOpening(Base):
+    """The season opening under way on a ladder (one at most): the ladder is in season
+    ``season`` already; the closing season's standings are archived and the soft reset
+    applied in steps of players by id, done through ``after_id``, then the archive ranked
+    in steps (``ranked``). A player is not reset yet while no history row of theirs has an
+    id from the ladder's ``opening_from`` (the season's first) on. Run by ``owner`` while
+    its lease lasts; another worker takes over after. Deleted when done."""
+
+    __tablename__ = "season_openings"
+
+    ladder_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("ladders.id", ondelete="CASCADE"), primary_key=True
+    )
+    season: Mapped[int] = mapped_column(Integer)
+    after_id: Mapped[str] = mapped_column(String(128))
+    #: Ranks written through this place of the archive's order (None: still resetting).
+    ranked: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    owner: Mapped[str] = mapped_column(String(64))
+    lease_until: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class RatingTriggerPause(Base):
+    """A ladder whose ratings a bulk rewrite is moving in and out of the rank counts itself
+    (``app.storage.blocks.rewriting``): SQLite's update trigger skips its rows while the
+    row exists, inside that rewrite's transaction alone. Empty between transactions."""
+
+    __tablename__ = "rating_trigger_pauses"
+
+    ladder_id: Mapped[str] = mapped_column(String(64), primary_key=True)
 
 
 class SeasonStanding(Base):

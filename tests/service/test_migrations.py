@@ -31,6 +31,8 @@ TABLES = {
     "console_sessions",
     "seasons",
     "season_standings",
+    "season_openings",
+    "rating_trigger_pauses",
     "season_schedule",
     "aging_passes",
 }

@@ -169,7 +169,7 @@ def test_many_workers_open_a_due_season_once(client: TestClient, database_url: s
     def worker() -> None:
         try:
             start.wait()
-            opened.append(len(seasons.open_due_seasons(transact=transact, now=datetime.now(UTC))))
+            opened.append(len(seasons.open_due_seasons(transact=transact)))
         except BaseException as exc:  # reported below
             errors.append(exc)
 
@@ -195,23 +195,60 @@ def test_a_failure_at_the_moment_of_opening_leaves_it_for_the_next_round(
     assert client.post("/v1/ladders/crash/seasons", json=body).status_code == 201
     _schedule_due(database_url, "crash", "two")
     transact = transactor(session_factory(get_engine(database_url)))
-    original = seasons._write_resets
-    calls = {"n": 0}
+    original = seasons.season_repo.start_opening
 
     def failing(**kwargs: Any) -> None:
-        calls["n"] += 1
-        original(**kwargs)  # half the work is done when it fails
+        original(**kwargs)  # the season is current in the transaction when it fails
         raise InvalidInput("the process died here")
 
-    monkeypatch.setattr(seasons, "_write_resets", failing)
+    monkeypatch.setattr(seasons.season_repo, "start_opening", failing)
     with pytest.raises(InvalidInput):
-        seasons.open_due_seasons(transact=transact, now=datetime.now(UTC))
+        seasons.open_due_seasons(transact=transact)
     assert _resets(database_url) == 0
     listed = client.get("/v1/ladders/crash/seasons").json()["entries"]
     assert [(e["id"], e["state"]) for e in listed] == [("two", "scheduled"), ("1", "open")]
 
-    monkeypatch.setattr(seasons, "_write_resets", original)
-    assert len(seasons.open_due_seasons(transact=transact, now=datetime.now(UTC))) == 1
-    assert seasons.open_due_seasons(transact=transact, now=datetime.now(UTC)) == []
+    monkeypatch.setattr(seasons.season_repo, "start_opening", original)
+    assert len(seasons.open_due_seasons(transact=transact)) == 1
+    assert seasons.open_due_seasons(transact=transact) == []
     assert _resets(database_url) == 2
     assert client.get("/v1/ladders/crash/players/a").json()["mu"] == 25.0  # keep 0
+
+
+def test_an_opening_whose_worker_died_mid_steps_is_taken_over(
+    client: TestClient, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    create_ladder(client, "died")
+    for n in range(5):
+        post_match(client, "died", {"match_id": f"m{n}", "teams": [[f"p{n}"], [f"q{n}"]]})
+    later = _iso(datetime.now(UTC) + timedelta(days=1))
+    body = {"id": "two", "keep": 0.0, "starts_at": later}
+    assert client.post("/v1/ladders/died/seasons", json=body).status_code == 201
+    _schedule_due(database_url, "died", "two")
+    transact = transactor(session_factory(get_engine(database_url)))
+    original = seasons._write_resets
+
+    def failing(**kwargs: Any) -> None:
+        raise InvalidInput("the process died here")
+
+    monkeypatch.setattr(seasons, "_write_resets", failing)
+    with pytest.raises(InvalidInput):
+        seasons.open_due_seasons(transact=transact)
+    monkeypatch.setattr(seasons, "_write_resets", original)
+    # The season is current; its steps wait for the lease to run out.
+    listed = client.get("/v1/ladders/died/seasons").json()["entries"]
+    assert [(e["id"], e["state"], e["opening"]) for e in listed] == [
+        ("two", "open", True),
+        ("1", "closed", False),
+    ]
+    assert_problem(client.get("/v1/ladders/died/seasons/1/leaderboard"), 409, "archived")
+    assert seasons.open_due_seasons(transact=transact) == []
+    assert _resets(database_url) == 0  # its lease still holds it
+    later_clock = datetime.now(UTC) + seasons.LEASE + timedelta(seconds=1)
+    assert seasons.open_due_seasons(transact=transact, clock=lambda: later_clock) == []
+    assert _resets(database_url) == 10
+    listed = client.get("/v1/ladders/died/seasons").json()["entries"]
+    assert [(e["id"], e["opening"]) for e in listed] == [("two", False), ("1", False)]
+    archive = client.get("/v1/ladders/died/seasons/1/leaderboard").json()["entries"]
+    assert [entry["rank"] for entry in archive] == list(range(1, 11))
+    assert client.get("/v1/ladders/died/players/p0").json()["mu"] == 25.0  # keep 0

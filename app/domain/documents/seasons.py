@@ -90,6 +90,7 @@ _SEASON_EXAMPLE: dict[str, Any] = {
     "ended_at": None,
     "matches": 1042,
     "players": 311,
+    "opening": False,
 }
 
 
@@ -112,6 +113,14 @@ class SeasonOut(BaseModel):
     players: int = Field(
         description="Open: the ladder's rated players; closed: the players of its archived "
         "standings."
+    )
+    opening: bool = Field(
+        default=False,
+        description="The current season is still opening: its soft reset is applied and the "
+        "season before archived in steps of players, while matches go on being recorded "
+        "(a player a match reaches first is reset first). Until it is done the leaderboard "
+        "shows each player not reached yet as they ended the season before, and the season "
+        "before's standings answer 409. Under a minute at a million players.",
     )
 
 

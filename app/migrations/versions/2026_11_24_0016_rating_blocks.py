@@ -143,9 +143,11 @@ def _postgres_triggers(buckets: ModuleType) -> list[str]:
     ]
 
 
-def _sqlite_triggers(placed: bool = False) -> list[str]:
+def _sqlite_triggers(placed: bool = False, pausable: bool = False) -> list[str]:
     """The row triggers; ``placed`` (migration 0023): a ladder's buckets and blocks count
-    only the players placed in its current season."""
+    only the players placed in its current season; ``pausable`` (migration 0025): an
+    update skips a ladder that has a row in ``rating_trigger_pauses`` (a bulk rewrite that
+    moves its counts itself)."""
 
     def counted(row: str) -> str:
         if not placed:
@@ -197,10 +199,16 @@ def _sqlite_triggers(placed: bool = False) -> list[str]:
     if placed:  # a player placed, or back to placing: counted in, or out
         moved += f" OR (1{counted('OLD')}) IS NOT (1{counted('NEW')})"
         columns += ", matches, season_base"
+    when = moved
+    if pausable:
+        when = (
+            f"({moved}) AND NOT EXISTS"
+            " (SELECT 1 FROM rating_trigger_pauses WHERE ladder_id = NEW.ladder_id)"
+        )
     return [
         f"CREATE TRIGGER rating_buckets_inserted AFTER INSERT ON ratings BEGIN {add('NEW')} END",
         f"CREATE TRIGGER rating_buckets_updated AFTER UPDATE OF {columns}"
-        f" ON ratings WHEN {moved} BEGIN {remove('OLD')} {add('NEW')} END",
+        f" ON ratings WHEN {when} BEGIN {remove('OLD')} {add('NEW')} END",
         f"CREATE TRIGGER rating_buckets_deleted AFTER DELETE ON ratings BEGIN {remove('OLD')} END",
     ]
 

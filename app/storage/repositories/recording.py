@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any, NamedTuple, cast
 
 from sqlalchemy import (
+    BigInteger,
     DateTime,
     Float,
     Integer,
@@ -48,6 +49,8 @@ class KeyAndLadder(NamedTuple):
     recorded: dict[str, StoredMatch]
     #: The time the ladder's stored conservative ratings are aged to (None: not aged).
     aged_at: datetime | None = None
+    #: While a season opens in steps: its first history id (``ladders.opening_from``).
+    opening_from: int | None = None
 
 
 _KEY_COLUMNS: dict[str, TypeEngine[Any]] = {
@@ -61,16 +64,18 @@ _KEY_COLUMNS: dict[str, TypeEngine[Any]] = {
     "params": Text(),
     "recorded": Text(),
     "aged_at": DateTime(timezone=True),
+    "opening_from": BigInteger(),
 }
 
 
 _KEY_AND_LADDER = (
     "SELECT k.id, k.scope, k.prefix, k.key_hash, k.revoked_at, k.last_used_at, "
     "l.algorithm, CAST(l.params AS TEXT) AS params, CAST(m.recorded AS TEXT) AS recorded, "
-    "l.aged_at "
+    "l.aged_at, l.opening_from "
     "FROM (SELECT 1 AS one) AS one "
     "LEFT JOIN api_keys AS k ON k.key_hash = :key_hash "
-    "LEFT JOIN (SELECT algorithm, params, aged_at FROM ladders WHERE id = :ladder_id{lock}) "
+    "LEFT JOIN (SELECT algorithm, params, aged_at, opening_from FROM ladders "
+    "WHERE id = :ladder_id{lock}) "
     "AS l ON 1 = 1 "
     "LEFT JOIN ({recorded}) AS m ON 1 = 1"
 )
@@ -116,7 +121,14 @@ def key_and_ladder(
         match_id: StoredMatch(match_id, digest, result)
         for match_id, digest, result in (json.loads(row[8]) if row[8] else [])
     }
-    return KeyAndLadder(key=key, algorithm=row[6], params=row[7], recorded=recorded, aged_at=row[9])
+    return KeyAndLadder(
+        key=key,
+        algorithm=row[6],
+        params=row[7],
+        recorded=recorded,
+        aged_at=row[9],
+        opening_from=row[10],
+    )
 
 
 _STATE_COLUMNS: dict[str, TypeEngine[Any]] = {

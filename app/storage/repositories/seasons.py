@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple, cast
 
-from sqlalchemy import Table, delete, func, select, text, update
+from sqlalchemy import String, Table, any_, bindparam, delete, func, select, text, update
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
 from app.storage.models import (
@@ -18,9 +19,11 @@ from app.storage.models import (
     RatingHistory,
     ScheduledSeason,
     Season,
+    SeasonOpening,
     SeasonStanding,
 )
 from app.storage.repositories.sql import bulk_update, chunked, dialect_of, insert_rows
+from app.storage.versions import moment
 
 STANDINGS = cast(Table, SeasonStanding.__table__)
 HISTORY = cast(Table, RatingHistory.__table__)
@@ -201,7 +204,11 @@ def played_in(
         return {player: (int(n), last) for player, n, last in session.execute(query)}
     out: dict[str, tuple[int, datetime]] = {}
     for part in chunked(player_ids, session):
-        chosen = query.where(Participant.player_id.in_(part))
+        if dialect_of(session) == "postgresql":  # one statement shape, whatever the count
+            ids = bindparam("player_ids", value=list(part), type_=ARRAY(String))
+            chosen = query.where(Participant.player_id == any_(ids))
+        else:
+            chosen = query.where(Participant.player_id.in_(part))
         out.update({player: (int(n), last) for player, n, last in session.execute(chosen)})
     return out
 
@@ -373,3 +380,156 @@ def rerank(*, session: Session, ladder_id: str, season: int) -> None:
         if stored != rank
     ]
     update_standings(session=session, ladder_id=ladder_id, season=season, rows=moved)
+
+
+# -- the opening under way (app.services.seasons: open in steps) ----------------------------
+
+
+class OpeningRow(NamedTuple):
+    """A ladder's season opening under way."""
+
+    season: int
+    #: The season's first history id (``ladders.opening_from``).
+    first_history_id: int
+    after_id: str
+    ranked: int | None
+    owner: str
+    lease_until: datetime
+
+
+def opening_of(*, session: Session, ladder_id: str, lock: bool = True) -> OpeningRow | None:
+    """The ladder's opening under way, row-locked unless not ``lock`` (None: none)."""
+    query = (
+        select(
+            SeasonOpening.season,
+            Ladder.opening_from,
+            SeasonOpening.after_id,
+            SeasonOpening.ranked,
+            SeasonOpening.owner,
+            SeasonOpening.lease_until,
+        )
+        .join(Ladder, Ladder.id == SeasonOpening.ladder_id)
+        .where(SeasonOpening.ladder_id == ladder_id)
+    )
+    row = session.execute(query.with_for_update(of=SeasonOpening) if lock else query).first()
+    if row is None:
+        return None
+    season, first, after_id, ranked, owner, lease_until = row
+    return OpeningRow(
+        int(season),
+        int(first or 0),  # set while the opening's row exists
+        after_id,
+        None if ranked is None else int(ranked),
+        owner,
+        moment(lease_until),  # type: ignore[arg-type]
+    )
+
+
+def start_opening(
+    *,
+    session: Session,
+    ladder_id: str,
+    season: int,
+    first_history_id: int,
+    owner: str,
+    lease_until: datetime,
+) -> None:
+    """The opening of ``season`` under way (its row), and the ladder's ``opening_from``."""
+    session.execute(
+        update(Ladder).where(Ladder.id == ladder_id).values(opening_from=first_history_id)
+    )
+    session.execute(
+        SeasonOpening.__table__.insert().values(  # type: ignore[attr-defined]
+            ladder_id=ladder_id,
+            season=season,
+            after_id="",
+            ranked=None,
+            owner=owner,
+            lease_until=lease_until,
+        )
+    )
+
+
+def move_opening(*, session: Session, ladder_id: str, **values: Any) -> None:
+    """Move the opening on: any of ``after_id``, ``ranked``, ``owner`` and ``lease_until``."""
+    session.execute(
+        update(SeasonOpening).where(SeasonOpening.ladder_id == ladder_id).values(**values)
+    )
+
+
+def end_opening(*, session: Session, ladder_id: str) -> None:
+    session.execute(delete(SeasonOpening).where(SeasonOpening.ladder_id == ladder_id))
+    session.execute(update(Ladder).where(Ladder.id == ladder_id).values(opening_from=None))
+
+
+def stalled_openings(*, session: Session, now: datetime) -> list[str]:
+    """The ladders whose opening's lease ran out before ``now`` (its worker stopped)."""
+    query = (
+        select(SeasonOpening.ladder_id)
+        .where(SeasonOpening.lease_until < now)
+        .order_by(SeasonOpening.ladder_id)
+    )
+    return list(session.scalars(query))
+
+
+def not_reset(
+    *, session: Session, ladder_id: str, player_ids: Sequence[str], first_history_id: int
+) -> set[str]:
+    """Those of ``player_ids`` (rated) with no history row from ``first_history_id`` on:
+    the players an opening season has not reset yet. One probe of
+    ``ix_rating_history_player`` each."""
+    if dialect_of(session) == "postgresql":
+        # One statement shape for any number of players, and one probe per player (the
+        # LIMIT keeps the planner from an anti join that reads every history row of the
+        # ladder since the season opened, a step's reads growing with each step).
+        rows = session.execute(
+            text(
+                "SELECT p.player_id FROM unnest(CAST(:ids AS TEXT[])) AS p(player_id) "
+                "LEFT JOIN LATERAL (SELECT 1 AS found FROM rating_history AS h "
+                "WHERE h.ladder_id = :ladder_id AND h.player_id = p.player_id "
+                "AND h.id >= :first LIMIT 1) AS later ON true WHERE later.found IS NULL"
+            ),
+            {"ids": list(player_ids), "ladder_id": ladder_id, "first": first_history_id},
+        )
+        return {row[0] for row in rows}
+    later = (
+        select(RatingHistory.id)
+        .where(
+            RatingHistory.ladder_id == ladder_id,
+            RatingHistory.player_id == PlayerRating.player_id,
+            RatingHistory.id >= first_history_id,
+        )
+        .exists()
+    )
+    out: set[str] = set()
+    for part in chunked(player_ids, session):
+        query = select(PlayerRating.player_id).where(
+            PlayerRating.ladder_id == ladder_id, PlayerRating.player_id.in_(part), ~later
+        )
+        out.update(session.scalars(query))
+    return out
+
+
+class ResetFrom(NamedTuple):
+    """A player's rating before an opening's reset (its history row's "before")."""
+
+    player_id: str
+    mu: float
+    sigma: float | None
+    volatility: float | None
+
+
+def resets_since(*, session: Session, ladder_id: str, first_history_id: int) -> list[ResetFrom]:
+    """The ladder's reset rows from ``first_history_id`` on (one range of the history's
+    primary key: the rows written since the season opened)."""
+    query = select(
+        RatingHistory.player_id,
+        RatingHistory.mu_before,
+        RatingHistory.sigma_before,
+        RatingHistory.volatility_before,
+    ).where(
+        RatingHistory.id >= first_history_id,
+        RatingHistory.ladder_id == ladder_id,
+        RatingHistory.reset.is_(True),
+    )
+    return [ResetFrom(*row) for row in session.execute(query)]
