@@ -13,7 +13,8 @@ it runs, one bucket's range of the leaderboard index for each block it cuts. SQL
 writer at a time.
 
 The service cuts by itself: :func:`due` picks one changing commit in :data:`CHECK_EVERY` of
-each ladder, and :func:`cut_full` then cuts at most :data:`CUTS_AT_ONCE` blocks. After
+each ladder, and :func:`cut_full` then cuts at most :data:`CUTS_AT_ONCE` blocks, for about
+:data:`CUT_SECONDS` at most. After
 ratings are loaded straight into the database, ``ratings ladders blocks`` cuts them all.
 """
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -44,6 +46,10 @@ STRIPES = {"postgresql": 8, "sqlite": 1}
 CHECK_EVERY = 32
 #: Blocks cut after one commit at most: the ladder's writers wait while they are cut.
 CUTS_AT_ONCE = 16
+#: ... and no more once the cuts have taken this long (a block that grew large, as a
+#: season's reset makes them in the middle buckets, takes a while to cut): the rest wait
+#: for a later commit.
+CUT_SECONDS = 0.1
 
 #: Buckets are clamped to +-2**53 (migration 0004): the outermost two are open-ended.
 BUCKET_LIMIT = 2**53
@@ -164,11 +170,16 @@ def full(*, session: Session, ladder_id: str) -> bool:
 
 
 def cut(
-    *, session: Session, ladder_id: str, full_row: int = FULL_ROW, most: int | None = None
+    *,
+    session: Session,
+    ladder_id: str,
+    full_row: int = FULL_ROW,
+    most: int | None = None,
+    seconds: float | None = None,
 ) -> int:
     """Cut the ladder's blocks that have a stripe row above ``full_row`` players (at most
-    ``most`` of them, lowest buckets first) into pieces of about ``full_row // 2`` players
-    a stripe. Returns how many were cut."""
+    ``most`` of them, lowest buckets first, and none more once ``seconds`` have passed)
+    into pieces of about ``full_row // 2`` players a stripe. Returns how many were cut."""
     dialect = session.get_bind().dialect.name
     if dialect == "postgresql":
         session.execute(
@@ -192,7 +203,12 @@ def cut(
         query = query.limit(most)
     blocks = session.execute(query).all()
     piece = max(1, full_row // 2) * STRIPES.get(dialect, 1)
+    started = time.perf_counter()
+    done = 0
     for bucket, first_id in blocks:
+        if seconds is not None and done and time.perf_counter() - started > seconds:
+            break
+        done += 1
         _cut_one(
             session,
             dialect,
@@ -203,7 +219,7 @@ def cut(
             piece,
             placement > 0,
         )
-    return len(blocks)
+    return done
 
 
 def _cut_one(
@@ -298,10 +314,11 @@ def _merge_block(session: Session, ladder_id: str, bucket: int, fence: str) -> N
 
 def cut_full(session: Session, *, ladder_id: str) -> int:
     """What the service does after a commit :func:`due` picked: cut up to
-    :data:`CUTS_AT_ONCE` full blocks of the ladder, if it has any."""
+    :data:`CUTS_AT_ONCE` full blocks of the ladder, if it has any, for about
+    :data:`CUT_SECONDS`."""
     if not full(session=session, ladder_id=ladder_id):
         return 0
-    return cut(session=session, ladder_id=ladder_id, most=CUTS_AT_ONCE)
+    return cut(session=session, ladder_id=ladder_id, most=CUTS_AT_ONCE, seconds=CUT_SECONDS)
 
 
 def recount(session: Session, *, ladder_id: str) -> None:
