@@ -12,10 +12,8 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
 from fastapi.testclient import TestClient
-from psycopg import sql
 from sqlalchemy import create_engine, inspect, text
 
 from app.config import get_settings
@@ -52,29 +50,12 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def postgres_url(worker_id: str) -> Iterator[str]:
-    """The test PostgreSQL, emptied and migrated to head once per run. Under pytest-xdist
-    (``-n``) each worker gets a database of its own on the same server, named after the
-    run's with the worker's id, made here and dropped after."""
+def postgres_url() -> str:
+    """The test PostgreSQL, emptied and migrated to head once per run."""
     assert POSTGRES_URL is not None
-    if worker_id == "master":
-        _drop_everything(POSTGRES_URL)
-        upgrade(POSTGRES_URL)
-        yield POSTGRES_URL
-        return
-    server, base = POSTGRES_URL.rsplit("/", 1)
-    name = f"{base}_{worker_id}"
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as connection:
-        connection.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
-        connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    url = f"{server}/{name}"
-    upgrade(url)
-    yield url
-    dispose_engines()
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as connection:
-        connection.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-        )
+    _drop_everything(POSTGRES_URL)
+    upgrade(POSTGRES_URL)
+    return POSTGRES_URL
 
 
 @pytest.fixture(params=DATABASES)
