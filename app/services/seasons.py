@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import partial
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -44,7 +45,6 @@ from app.services.ladders import hold_ladder
 from app.services.periodic import Periodic
 from app.storage import blocks
 from app.storage.models import Ladder
-from app.storage.repositories import inactivity as aging_repo
 from app.storage.repositories import ladders as ladder_repo
 from app.storage.repositories import ratings as rating_repo
 from app.storage.repositories import rerating as rerating_repo
@@ -211,7 +211,7 @@ def run_opening(
     between steps and wait at most one for a player in it; each takes about
     :data:`STEP_SECONDS` (``size``: a fixed number of players instead). Whether the opening
     is done (False: another worker holds it now, or this one stops)."""
-    order: list[dict[str, Any]] | None = None
+    order: list[Standing] | None = None
     players = size or FIRST_STEP
     while not stopping():
         found = transact(
@@ -247,53 +247,63 @@ def run_opening(
     return False
 
 
-def _archive_order(session: Session, *, ladder_id: str, first: int) -> list[dict[str, Any]]:
+#: A player's final standing in a closing season, but for its rank and matches: player
+#: id, mu, sigma (None on an Elo ladder), conservative rating, volatility.
+Standing = tuple[str, float, float | None, float, float | None]
+
+
+def _archive_order(session: Session, *, ladder_id: str, first: int) -> list[Standing]:
     """The closing season's standings as the opening's resets started from (each reset
-    entry's "before"), best first (conservative rating, highest first; ties by player id),
-    each with its rank: the archive's rows, but for the season's matches."""
+    entry's "before"), best first (conservative rating, highest first; ties by player id):
+    the archive's rows in rank order, but for the season's matches."""
     ladder = ladder_repo.read_ladder(session=session, ladder_id=ladder_id)
     assert ladder is not None
     config = ladder_config(ladder.algorithm, ladder.params)
-    rows: list[dict[str, Any]] = [
-        {
-            "player_id": reset.player_id,
-            "mu": reset.mu,
-            "sigma": reset.sigma if config.bayesian else None,
-            "conservative": _conservative(
-                config, reset.mu, reset.sigma if config.bayesian else None
-            ),
-            "volatility": reset.volatility,
-        }
-        for reset in season_repo.resets_since(
-            session=session, ladder_id=ladder_id, first_history_id=first
+    resets = season_repo.resets_since(session=session, ladder_id=ladder_id, first_history_id=first)
+    resets.sort(key=itemgetter(0))  # by player id: the stable sort below keeps ties so
+    mu = np.array([reset[1] for reset in resets], dtype=np.float64)
+    if config.bayesian:
+        conservative = mu - config.conservative_k * np.array(
+            [reset[2] for reset in resets], dtype=np.float64
         )
+    else:
+        conservative = mu
+    values = conservative.tolist()
+    return [
+        (player, mu_before, sigma if config.bayesian else None, values[n], volatility)
+        for n in np.argsort(-conservative, kind="stable").tolist()
+        for player, mu_before, sigma, volatility in [resets[n]]
     ]
-    rows.sort(key=lambda row: (-row["conservative"], row["player_id"]))
-    for rank, row in enumerate(rows, start=1):
-        row["rank"] = rank
-    return rows
 
 
 def _archive(
-    session: Session, *, ladder_id: str, season: SeasonRow, end_seq: int, rows: list[dict[str, Any]]
+    session: Session,
+    *,
+    ladder_id: str,
+    season: SeasonRow,
+    end_seq: int,
+    rows: Sequence[Standing],
+    first_rank: int,
 ) -> None:
-    """Archive ``rows`` of :func:`_archive_order` as ``season``'s standings, with each
-    player's matches in it and the latest played_at among them."""
+    """Archive ``rows`` of :func:`_archive_order`, ranked from ``first_rank`` on, as
+    ``season``'s standings, with each player's matches in it and the latest played_at
+    among them."""
     played = season_repo.played_in(
         session=session,
         ladder_id=ladder_id,
         first_seq=season.first_seq,
         end_seq=end_seq,
-        player_ids=[row["player_id"] for row in rows],
+        player_ids=[row[0] for row in rows],
     )
     season_repo.insert_standings(
         session=session,
         ladder_id=ladder_id,
         season=season.ordinal,
         rows=[
-            {**row, "matches": count, "last_played_at": last}
-            for row in rows
-            for count, last in [played.get(row["player_id"], (0, None))]
+            (player, rank, mu, sigma, conservative, volatility, *played.get(player, (0, None)))
+            for rank, (player, mu, sigma, conservative, volatility) in enumerate(
+                rows, start=first_rank
+            )
         ],
     )
 
@@ -305,7 +315,7 @@ def _opening_step(
     owner: str,
     size: int,
     now: datetime,
-    order: list[dict[str, Any]] | None,
+    order: list[Standing] | None,
 ) -> bool | None:
     """One step of the ladder's opening (:func:`run_opening`): whether it is done (None:
     another worker holds it now)."""
@@ -316,16 +326,13 @@ def _opening_step(
         return None
     lease = {"owner": owner, "lease_until": now + LEASE}
     if found.ranked is None:
-        states = [
-            row.state
-            for row in aging_repo.lock_step(
-                session=session, ladder_id=ladder_id, after_id=found.after_id, size=size
-            )
-        ]
-        _reset_ladder(session=session, ladder=ladder, states=states, now=now)
-        if len(states) == size:
+        rows = season_repo.lock_step(
+            session=session, ladder_id=ladder_id, after_id=found.after_id, size=size
+        )
+        _reset_ladder(session=session, ladder=ladder, rows=rows, now=now)
+        if len(rows.player_id) == size:
             season_repo.move_opening(
-                session=session, ladder_id=ladder_id, after_id=states[-1].player_id, **lease
+                session=session, ladder_id=ladder_id, after_id=rows.player_id[-1], **lease
             )
         else:
             season_repo.move_opening(session=session, ladder_id=ladder_id, ranked=0, **lease)
@@ -340,6 +347,7 @@ def _opening_step(
         season=seasons.rows[found.season - 2],
         end_seq=opened.first_seq,
         rows=order[found.ranked : found.ranked + size],
+        first_rank=found.ranked + 1,
     )
     if found.ranked + size < len(order):
         season_repo.move_opening(
@@ -360,9 +368,11 @@ def finish_opening(*, session: Session, ladder: Ladder, now: datetime) -> None:
         return
     after = found.after_id if found.ranked is None else None
     while after is not None:
-        rows = aging_repo.lock_step(session=session, ladder_id=ladder.id, after_id=after, size=STEP)
-        _reset_ladder(session=session, ladder=ladder, states=[row.state for row in rows], now=now)
-        after = rows[-1].state.player_id if len(rows) == STEP else None
+        rows = season_repo.lock_step(
+            session=session, ladder_id=ladder.id, after_id=after, size=STEP
+        )
+        _reset_ladder(session=session, ladder=ladder, rows=rows, now=now)
+        after = rows.player_id[-1] if len(rows.player_id) == STEP else None
     order = _archive_order(session, ladder_id=ladder.id, first=found.first_history_id)
     seasons = seasons_of(session=session, ladder_id=ladder.id)
     _archive(
@@ -371,6 +381,7 @@ def finish_opening(*, session: Session, ladder: Ladder, now: datetime) -> None:
         season=seasons.rows[found.season - 2],
         end_seq=seasons.rows[found.season - 1].first_seq,
         rows=order[found.ranked or 0 :],
+        first_rank=(found.ranked or 0) + 1,
     )
     season_repo.end_opening(session=session, ladder_id=ladder.id)
     ladder.opening_from = None
@@ -395,42 +406,78 @@ def reset_unreached(
     a batch and a seed call it for their players before rating them."""
     if opening_from is None or not states:
         return list(states)
-    unreached = season_repo.not_reset(
-        session=session,
-        ladder_id=ladder_id,
-        player_ids=[state.player_id for state in states],
-        first_history_id=opening_from,
-    )
-    chosen = [state for state in states if state.player_id in unreached]
-    if not chosen:
-        return list(states)
-    opened = seasons_of(session=session, ladder_id=ladder_id).of_history(opening_from)
-    reset = _write_resets(
+    before = season_repo.Ratings(*(list(column) for column in zip(*states, strict=True)))
+    reset = _reset_columns(
         session=session,
         ladder_id=ladder_id,
         config=config,
-        states=chosen,
+        aged_at=aged_at,
+        opening_from=opening_from,
+        rows=before,
+        now=now,
+        bulk=bulk,
+    )
+    return [reset.get(state.player_id, state) for state in states]
+
+
+def _reset_columns(
+    *,
+    session: Session,
+    ladder_id: str,
+    config: LadderConfig,
+    aged_at: datetime | None,
+    opening_from: int,
+    rows: season_repo.Ratings,
+    now: datetime,
+    bulk: bool,
+) -> dict[str, rating_repo.RatingState]:
+    """:func:`reset_unreached` of ratings as columns: the states of those it reset, by
+    player."""
+    unreached = season_repo.not_reset(
+        session=session,
+        ladder_id=ladder_id,
+        player_ids=rows.player_id,
+        first_history_id=opening_from,
+    )
+    chosen = [n for n, player in enumerate(rows.player_id) if player in unreached]
+    if not chosen:
+        return {}
+    if len(chosen) < len(rows.player_id):
+        rows = rows.take(chosen)
+    opened = seasons_of(session=session, ladder_id=ladder_id).of_history(opening_from)
+    mu, sigma = _write_resets(
+        session=session,
+        ladder_id=ladder_id,
+        config=config,
+        before=rows,
         keep=opened.keep,
         aged_at=aged_at,
         now=now,
         at=opened.started_at,
         bulk=bulk,
     )
-    return [reset.get(state.player_id, state) for state in states]
+    if bulk:
+        return {}  # a step of the opening: nobody reads the states after
+    return {
+        state.player_id: state._replace(mu=mu[n], sigma=sigma[n])
+        for n, state in enumerate(rating_repo.RatingState(*row) for row in zip(*rows, strict=True))
+    }
 
 
 def _reset_ladder(
-    *, session: Session, ladder: Ladder, states: Sequence[rating_repo.RatingState], now: datetime
+    *, session: Session, ladder: Ladder, rows: season_repo.Ratings, now: datetime
 ) -> None:
-    """:func:`reset_unreached` for a step of the ladder's players (rows this transaction
-    locked, in id order)."""
-    reset_unreached(
+    """:func:`reset_unreached` for a step of the ladder's players (ratings this
+    transaction locked, in id order, as columns)."""
+    if ladder.opening_from is None or not rows.player_id:
+        return
+    _reset_columns(
         session=session,
         ladder_id=ladder.id,
         config=ladder_config(ladder.algorithm, ladder.params),
         aged_at=ladder.aged_at,
         opening_from=ladder.opening_from,
-        states=states,
+        rows=rows,
         now=now,
         bulk=True,
     )
@@ -636,63 +683,60 @@ def _write_resets(
     session: Session,
     ladder_id: str,
     config: LadderConfig,
-    states: Sequence[rating_repo.RatingState],
+    before: season_repo.Ratings,
     keep: float,
     aged_at: datetime | None,
     now: datetime,
     at: datetime,
     bulk: bool = False,
-) -> dict[str, rating_repo.RatingState]:
-    """Every rating of ``states`` (in player id order) reset, and its history entry
-    (played at ``at``, the season's start); the states after, by player. ``bulk``: the
-    states are a step of players, whose moves between the rank counts are grouped."""
-    mu = np.array([state.mu for state in states], dtype=np.float64)
-    sigma = np.array([state.sigma or 0.0 for state in states], dtype=np.float64)
-    new_mu, new_sigma = reset_values(config, mu, sigma, keep)
-    history = []
-    ratings = []
-    after: dict[str, rating_repo.RatingState] = {}
-    for n, state in enumerate(states):
-        after_mu = float(new_mu[n])
-        after_sigma = float(new_sigma[n]) if config.bayesian else None
-        history.append(
-            {
-                "ladder_id": ladder_id,
-                "player_id": state.player_id,
-                "match_seq": None,
-                "played_at": at,
-                "mu_before": state.mu,
-                "sigma_before": state.sigma if config.bayesian else None,
-                "mu_after": after_mu,
-                "sigma_after": after_sigma,
-                "volatility_before": state.volatility,
-                "volatility_after": state.volatility,
-            }
-        )
-        ratings.append(
-            {
-                "player_id": state.player_id,
-                "mu": after_mu,
-                "sigma": after_sigma,
-                # As it stands at the ladder's aged_at (inactivity), as every rating does.
-                "conservative": config.standing(
-                    after_mu, after_sigma, state.last_played_at, aged_at
-                )[1],
-                "updated_at": now,
-                # The new season's counted matches start from here (placement).
-                "season_base": state.matches,
-            }
-        )
-        after[state.player_id] = state._replace(mu=after_mu, sigma=after_sigma)
+) -> tuple[list[float], list[float | None]]:
+    """Every rating of ``before`` (columns, in player id order) reset, and its history
+    entry (played at ``at``, the season's start); the new mu and sigma (None on an Elo
+    ladder) of each. ``bulk``: the ratings are a step of players, whose moves between the
+    rank counts are grouped."""
+    new_mu, new_sigma = reset_values(
+        config,
+        np.array(before.mu, dtype=np.float64),
+        np.array([sigma or 0.0 for sigma in before.sigma], dtype=np.float64),
+        keep,
+    )
+    mu: list[float] = new_mu.tolist()
+    sigma: list[float | None]
+    if not config.bayesian:
+        sigma = [None] * len(mu)
+        conservative = mu
+    elif config.ages and aged_at is not None:
+        # As it stands at the ladder's aged_at (inactivity), as every rating does.
+        sigma = new_sigma.tolist()
+        conservative = [
+            config.standing(m, s, played, aged_at)[1]
+            for m, s, played in zip(mu, sigma, before.last_played_at, strict=True)
+        ]
+    else:  # config.standing's mu - k sigma, element by element
+        sigma = new_sigma.tolist()
+        conservative = (new_mu - config.conservative_k * new_sigma).tolist()
+    write = partial(
+        season_repo.write_resets,
+        session=session,
+        ladder_id=ladder_id,
+        before=before._replace(sigma=before.sigma if config.bayesian else [None] * len(mu)),
+        mu=mu,
+        sigma=sigma,
+        conservative=conservative,
+        played_at=at,
+        updated_at=now,
+    )
     if bulk:  # a step's range of players: the rank counts moved in two statements
         with blocks.rewriting(
-            session, ladder_id=ladder_id, first_id=states[0].player_id, last_id=states[-1].player_id
+            session,
+            ladder_id=ladder_id,
+            first_id=before.player_id[0],
+            last_id=before.player_id[-1],
         ):
-            rating_repo.update_ratings(session=session, ladder_id=ladder_id, rows=ratings)
+            write()
     else:
-        rating_repo.update_ratings(session=session, ladder_id=ladder_id, rows=ratings)
-    season_repo.insert_resets(session=session, rows=history)
-    return after
+        write()
+    return mu, sigma
 
 
 def _season_out(row: SeasonRow, *, matches: int, players: int, opening: bool = False) -> SeasonOut:

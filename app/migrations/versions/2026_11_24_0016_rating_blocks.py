@@ -143,11 +143,14 @@ def _postgres_triggers(buckets: ModuleType) -> list[str]:
     ]
 
 
-def _sqlite_triggers(placed: bool = False, pausable: bool = False) -> list[str]:
+def _sqlite_triggers(
+    placed: bool = False, pausable: bool = False, pause_first: bool = False
+) -> list[str]:
     """The row triggers; ``placed`` (migration 0023): a ladder's buckets and blocks count
     only the players placed in its current season; ``pausable`` (migration 0025): an
     update skips a ladder that has a row in ``rating_trigger_pauses`` (a bulk rewrite that
-    moves its counts itself)."""
+    moves its counts itself), looked up before the buckets are computed when
+    ``pause_first`` (migration 0026)."""
 
     def counted(row: str) -> str:
         if not placed:
@@ -200,7 +203,12 @@ def _sqlite_triggers(placed: bool = False, pausable: bool = False) -> list[str]:
         moved += f" OR (1{counted('OLD')}) IS NOT (1{counted('NEW')})"
         columns += ", matches, season_base"
     when = moved
-    if pausable:
+    if pausable and pause_first:
+        when = (
+            "NOT EXISTS (SELECT 1 FROM rating_trigger_pauses WHERE ladder_id = NEW.ladder_id)"
+            f" AND ({moved})"
+        )
+    elif pausable:
         when = (
             f"({moved}) AND NOT EXISTS"
             " (SELECT 1 FROM rating_trigger_pauses WHERE ladder_id = NEW.ladder_id)"

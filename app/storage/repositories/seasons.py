@@ -22,7 +22,14 @@ from app.storage.models import (
     SeasonOpening,
     SeasonStanding,
 )
-from app.storage.repositories.sql import bulk_update, chunked, dialect_of, insert_rows
+from app.storage.repositories.ratings import state_columns
+from app.storage.repositories.sql import (
+    bulk_update,
+    bulk_update_values,
+    chunked,
+    dialect_of,
+    insert_values,
+)
 from app.storage.versions import moment
 
 STANDINGS = cast(Table, SeasonStanding.__table__)
@@ -213,15 +220,28 @@ def played_in(
     return out
 
 
+#: The columns of an archived standing, in the order :func:`insert_standings` takes.
+STANDING_COLUMNS = (
+    "player_id",
+    "rank",
+    "mu",
+    "sigma",
+    "conservative",
+    "volatility",
+    "matches",
+    "last_played_at",
+)
+
+
 def insert_standings(
-    *, session: Session, ladder_id: str, season: int, rows: Sequence[dict[str, Any]]
+    *, session: Session, ladder_id: str, season: int, rows: Sequence[Sequence[Any]]
 ) -> None:
-    """Archive a season's standings: rows with ``player_id``, ``rank``, ``mu``, ``sigma``,
-    ``conservative``, ``volatility``, ``matches`` and ``last_played_at``."""
-    insert_rows(
+    """Archive a season's standings: rows of the values of :data:`STANDING_COLUMNS`."""
+    insert_values(
         session=session,
         table=STANDINGS,
-        rows=[{"ladder_id": ladder_id, "season": season, **row} for row in rows],
+        names=("ladder_id", "season", *STANDING_COLUMNS),
+        values=((ladder_id, season, *row) for row in rows),
     )
 
 
@@ -323,9 +343,116 @@ def standings_page(
     return [StandingRow(*row) for row in session.execute(query)]
 
 
-def insert_resets(*, session: Session, rows: Sequence[dict[str, Any]]) -> None:
-    """The soft reset's history rows (``reset`` true, no match)."""
-    insert_rows(session=session, table=HISTORY, rows=[{**row, "reset": True} for row in rows])
+class Ratings(NamedTuple):
+    """Ratings as columns (those of :class:`app.storage.repositories.ratings.RatingState`),
+    a list each, in player id order."""
+
+    player_id: list[str]
+    mu: list[float]
+    sigma: list[float | None]
+    matches: list[int]
+    last_played_at: list[datetime | None]
+    volatility: list[float | None]
+
+    def take(self, positions: Sequence[int]) -> Ratings:
+        """The ratings at ``positions``."""
+        return Ratings(
+            [self.player_id[n] for n in positions],
+            [self.mu[n] for n in positions],
+            [self.sigma[n] for n in positions],
+            [self.matches[n] for n in positions],
+            [self.last_played_at[n] for n in positions],
+            [self.volatility[n] for n in positions],
+        )
+
+
+def lock_step(*, session: Session, ladder_id: str, after_id: str, size: int) -> Ratings:
+    """The next ``size`` ratings of the ladder by player id after ``after_id``, row-locked
+    in id order (as recording locks its players), as columns."""
+    query = (
+        select(*state_columns())
+        .where(PlayerRating.ladder_id == ladder_id, PlayerRating.player_id > after_id)
+        .order_by(PlayerRating.player_id)
+        .limit(size)
+        .with_for_update()
+    )
+    rows = session.connection().execute(query).all()
+    if not rows:
+        return Ratings([], [], [], [], [], [])
+    ids, mu, sigma, matches, played, volatility = (
+        list(column) for column in zip(*rows, strict=True)
+    )
+    return Ratings(ids, mu, sigma, matches, [moment(value) for value in played], volatility)
+
+
+#: The columns :func:`write_resets` writes to a reset rating.
+_RESET_RATING = ("player_id", "mu", "sigma", "conservative", "season_base", "updated_at")
+_RESET_HISTORY = (
+    "ladder_id",
+    "player_id",
+    "match_seq",
+    "played_at",
+    "mu_before",
+    "sigma_before",
+    "mu_after",
+    "sigma_after",
+    "volatility_before",
+    "volatility_after",
+    "reset",
+)
+
+
+def write_resets(
+    *,
+    session: Session,
+    ladder_id: str,
+    before: Ratings,
+    mu: Sequence[float],
+    sigma: Sequence[float | None],
+    conservative: Sequence[float],
+    played_at: datetime,
+    updated_at: datetime,
+) -> None:
+    """The soft reset of the ratings ``before`` (columns; sigma None on an Elo ladder):
+    each rating set to ``mu``, ``sigma`` and ``conservative``, its season's counted
+    matches starting from here (``season_base``), and its history row (``reset`` true, no
+    match, played at ``played_at``) written."""
+    bulk_update_values(
+        session=session,
+        table=cast(Table, PlayerRating.__table__),
+        keys=("player_id",),
+        names=_RESET_RATING,
+        values=list(
+            zip(
+                before.player_id,
+                mu,
+                sigma,
+                conservative,
+                before.matches,
+                [updated_at] * len(mu),
+                strict=True,
+            )
+        ),
+        where={"ladder_id": ladder_id},
+    )
+    insert_values(
+        session=session,
+        table=HISTORY,
+        names=_RESET_HISTORY,
+        values=(
+            (ladder_id, player, None, played_at, *values, True)
+            for player, *values in zip(
+                before.player_id,
+                before.mu,
+                before.sigma,
+                mu,
+                sigma,
+                before.volatility,
+                before.volatility,
+                strict=True,
+            )
+        ),
+    )
 
 
 class ResetRow(NamedTuple):
@@ -510,18 +637,12 @@ def not_reset(
     return out
 
 
-class ResetFrom(NamedTuple):
-    """A player's rating before an opening's reset (its history row's "before")."""
-
-    player_id: str
-    mu: float
-    sigma: float | None
-    volatility: float | None
-
-
-def resets_since(*, session: Session, ladder_id: str, first_history_id: int) -> list[ResetFrom]:
+def resets_since(
+    *, session: Session, ladder_id: str, first_history_id: int
+) -> list[tuple[str, float, float | None, float | None]]:
     """The ladder's reset rows from ``first_history_id`` on (one range of the history's
-    primary key: the rows written since the season opened)."""
+    primary key: the rows written since the season opened): each player's id and rating
+    before its reset (mu, sigma, volatility)."""
     query = select(
         RatingHistory.player_id,
         RatingHistory.mu_before,
@@ -532,4 +653,4 @@ def resets_since(*, session: Session, ladder_id: str, first_history_id: int) -> 
         RatingHistory.ladder_id == ladder_id,
         RatingHistory.reset.is_(True),
     )
-    return [ResetFrom(*row) for row in session.execute(query)]
+    return [tuple(row) for row in session.connection().execute(query)]  # type: ignore[misc]

@@ -64,8 +64,8 @@ def _update_through_copy(
     session: Session,
     table: Table,
     keys: Sequence[str],
-    names: list[str],
-    rows: Sequence[dict[str, Any]],
+    names: Sequence[str],
+    values: Iterable[Sequence[Any]],
     where: dict[str, Any],
 ) -> None:
     """``bulk_update`` for many rows on PostgreSQL: COPY them into a temporary table (dropped
@@ -76,24 +76,18 @@ def _update_through_copy(
     columns = ", ".join(f"{name} {table.c[name].type.compile(dialect=dialect)}" for name in names)
     connection.execute(text(f"CREATE TEMPORARY TABLE {scratch} ({columns}) ON COMMIT DROP"))
     try:
-        _copy_rows(
-            connection.connection.cursor(),
-            table,
-            names,
-            (tuple([row[name] for name in names]) for row in rows),
-            target=scratch,
-        )
+        _copy_rows(connection.connection.cursor(), table, names, values, target=scratch)
     except dialect.loaded_dbapi.Error as exc:
         raise DBAPIError.instance(
             f"COPY {scratch}", None, exc, dialect.loaded_dbapi.Error, dialect=dialect
         ) from exc
     conditions = [f"t.{key} = v.{key}" for key in keys]
     conditions += [f"t.{column} = :w_{column}" for column in where]
-    values = [name for name in names if name not in keys]
+    changed = [name for name in names if name not in keys]
     connection.execute(
         text(
             f"UPDATE {table.name} AS t SET "
-            + ", ".join(f"{name} = v.{name}" for name in values)
+            + ", ".join(f"{name} = v.{name}" for name in changed)
             + f" FROM {scratch} AS v WHERE "
             + " AND ".join(conditions)
         ),
@@ -110,18 +104,43 @@ def bulk_update(
     where: dict[str, Any] | None = None,
 ) -> None:
     """Update many rows, each found by its ``keys`` columns (and the fixed ``where``
-    columns), setting its other columns. PostgreSQL: ONE statement joining the table with
-    ``unnest`` of one array per column; a key that is unchanged needs no foreign key check.
-    SQLite: one executemany of the driver."""
+    columns), setting its other columns: :func:`bulk_update_values` of dicts."""
     if not rows:
         return
     names = list(rows[0])
-    values = [name for name in names if name not in keys]
+    bulk_update_values(
+        session=session,
+        table=table,
+        keys=keys,
+        names=names,
+        values=[tuple([row[name] for name in names]) for row in rows],
+        where=where,
+    )
+
+
+def bulk_update_values(
+    *,
+    session: Session,
+    table: Table,
+    keys: Sequence[str],
+    names: Sequence[str],
+    values: Sequence[Sequence[Any]],
+    where: dict[str, Any] | None = None,
+) -> None:
+    """Update many rows, each a sequence of the values of the columns ``names``, found by
+    its ``keys`` columns (and the fixed ``where`` columns), setting its other columns.
+    PostgreSQL: ONE statement joining the table with ``unnest`` of one array per column (a
+    key that is unchanged needs no foreign key check), or from :data:`COPY_UPDATE_ROWS`
+    rows on, with a temporary table filled by COPY. SQLite: one executemany of the
+    driver."""
+    if not values:
+        return
+    changed = [name for name in names if name not in keys]
     where = where or {}
     connection = session.connection()
     dialect = connection.dialect
-    if dialect.name == "postgresql" and len(rows) >= COPY_UPDATE_ROWS:
-        _update_through_copy(session, table, keys, names, rows, where)
+    if dialect.name == "postgresql" and len(values) >= COPY_UPDATE_ROWS:
+        _update_through_copy(session, table, keys, names, values, where)
         return
     if dialect.name == "postgresql":
         # A JSON column's values go as their text (an array of JSON is an array of texts).
@@ -136,33 +155,30 @@ def bulk_update(
         conditions += [f"t.{column} = :w_{column}" for column in where]
         statement = (
             f"UPDATE {table.name} AS t SET "
-            + ", ".join(f"{name} = v.{name}" for name in values)
+            + ", ".join(f"{name} = v.{name}" for name in changed)
             + f" FROM unnest({arrays}) AS v({', '.join(names)}) WHERE "
             + " AND ".join(conditions)
         )
         parameters = {
-            f"a_{name}": [json_text(row[name]) if name in json_names else row[name] for row in rows]
-            for name in names
+            f"a_{name}": [json_text(row[n]) if name in json_names else row[n] for row in values]
+            for n, name in enumerate(names)
         }
         parameters.update({f"w_{column}": value for column, value in where.items()})
         connection.execute(text(statement), parameters)
         return
     fixed = tuple(where.values())
-    order = values + list(keys)
-    converters = [_converter(table.c[name].type, dialect) for name in order]
+    positions = {name: n for n, name in enumerate(names)}
+    order = [positions[name] for name in [*changed, *keys]]
+    converters = [(n, _converter(table.c[names[n]].type, dialect)) for n in order]
     sql = (
         f"UPDATE {table.name} SET "
-        + ", ".join(f"{name} = ?" for name in values)
+        + ", ".join(f"{name} = ?" for name in changed)
         + " WHERE "
         + " AND ".join(f"{column} = ?" for column in [*keys, *where])
     )
     converted = [
-        tuple(
-            row[name] if convert is None else convert(row[name])
-            for name, convert in zip(order, converters, strict=True)
-        )
-        + fixed
-        for row in rows
+        tuple([row[n] if convert is None else convert(row[n]) for n, convert in converters]) + fixed
+        for row in values
     ]
     connection.exec_driver_sql(sql, converted)
 
