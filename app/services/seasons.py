@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from operator import itemgetter
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from sqlalchemy.exc import IntegrityError
@@ -213,20 +213,22 @@ def run_opening(
     is done (False: another worker holds it now, or this one stops)."""
     order: list[Standing] | None = None
     players = size or FIRST_STEP
+    state: Step = "archive"  # the opening read once first: its phase may be either
     while not stopping():
-        found = transact(
-            lambda session: season_repo.opening_of(session=session, ladder_id=ladder_id),
-            read_only=True,
-        )
-        if found is None:
-            return True  # done (here, or by a re-rating that finished it)
-        if found.owner != owner:
-            return False
-        if found.ranked is not None and order is None:
-            order = transact(
-                partial(_archive_order, ladder_id=ladder_id, first=found.first_history_id),
+        if state == "archive" and order is None:
+            found = transact(
+                lambda session: season_repo.opening_of(session=session, ladder_id=ladder_id),
                 read_only=True,
             )
+            if found is None:
+                return True  # done (here, or by a re-rating that finished it)
+            if found.owner != owner:
+                return False
+            if found.ranked is not None:
+                order = transact(
+                    partial(_archive_order, ladder_id=ladder_id, first=found.first_history_id),
+                    read_only=True,
+                )
         step = partial(
             _opening_step,
             ladder_id=ladder_id,
@@ -236,16 +238,21 @@ def run_opening(
             order=order,
         )
         started = time.perf_counter()
-        done = transact(step, bulk=True)
-        if size is None:
+        state = transact(step, bulk=True)
+        if size is None and state in ("reset", "archive"):
             players = _next_size(players, time.perf_counter() - started)
-        if done is None:
+        if state == "lost":
             return False  # taken over: this worker's lease ran out
-        if done:
+        if state == "done":
             _log.info("seasons: ladder %r opened its season", ladder_id)
             return True
     return False
 
+
+#: What an opening's step leaves next: more players to reset, the archive's steps (whose
+#: order the caller reads first), nothing (the opening is done), or another worker's
+#: steps (this one's lease ran out).
+Step = Literal["reset", "archive", "done", "lost"]
 
 #: A player's final standing in a closing season, but for its rank and matches: player
 #: id, mu, sigma (None on an Elo ladder), conservative rating, volatility.
@@ -316,14 +323,15 @@ def _opening_step(
     size: int,
     now: datetime,
     order: list[Standing] | None,
-) -> bool | None:
-    """One step of the ladder's opening (:func:`run_opening`): whether it is done (None:
-    another worker holds it now)."""
+) -> Step:
+    """One step of the ladder's opening (:func:`run_opening`), and what is next."""
     # The ladder share-locked first, as every writer takes it before anything else.
     ladder = ladder_repo.lock_ladder(session=session, ladder_id=ladder_id, share=True)
     found = season_repo.opening_of(session=session, ladder_id=ladder_id)
-    if ladder is None or found is None or found.owner != owner:
-        return None
+    if ladder is None or found is None:
+        return "done"  # by a re-rating, or the ladder is gone
+    if found.owner != owner:
+        return "lost"
     lease = {"owner": owner, "lease_until": now + LEASE}
     if found.ranked is None:
         rows = season_repo.lock_step(
@@ -334,11 +342,11 @@ def _opening_step(
             season_repo.move_opening(
                 session=session, ladder_id=ladder_id, after_id=rows.player_id[-1], **lease
             )
-        else:
-            season_repo.move_opening(session=session, ladder_id=ladder_id, ranked=0, **lease)
-        return False
+            return "reset"
+        season_repo.move_opening(session=session, ladder_id=ladder_id, ranked=0, **lease)
+        return "archive"
     if order is None:
-        return False  # the archive's turn: the caller reads its order first
+        return "archive"  # the archive's turn: the caller reads its order first
     seasons = seasons_of(session=session, ladder_id=ladder_id)
     opened = seasons.rows[found.season - 1]
     _archive(
@@ -353,9 +361,9 @@ def _opening_step(
         season_repo.move_opening(
             session=session, ladder_id=ladder_id, ranked=found.ranked + size, **lease
         )
-        return False
+        return "archive"
     season_repo.end_opening(session=session, ladder_id=ladder_id)
-    return True
+    return "done"
 
 
 def finish_opening(*, session: Session, ladder: Ladder, now: datetime) -> None:
