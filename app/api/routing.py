@@ -45,8 +45,35 @@ class Route:
     needed: str | None
 
 
+#: Tables already read, by the top-level routes they were read from (:func:`_shape`).
+_tables: dict[tuple[tuple[str, str | None, int | None], ...], list[Route]] = {}
+
+
+def _shape(routes: list[BaseRoute]) -> tuple[tuple[str, str | None, int | None], ...]:
+    """What decides a table: each top-level route's kind and path, and the router an
+    included router wraps (the module's own, the same in every application)."""
+    return tuple(
+        (
+            type(route).__name__,
+            getattr(route, "path", None),
+            id(router) if (router := getattr(route, "original_router", None)) else None,
+        )
+        for route in routes
+    )
+
+
 def route_table(routes: list[BaseRoute]) -> list[Route]:
-    """Every route of the application (the included routers' too), as the gate reads it."""
+    """Every route of the application (the included routers' too), as the gate reads it;
+    read once per process for applications made alike (each read builds every route's
+    dependencies, which FastAPI otherwise builds for a route on its first request)."""
+    shape = _shape(routes)
+    table = _tables.get(shape)
+    if table is None:
+        table = _tables[shape] = _read_table(routes)
+    return table
+
+
+def _read_table(routes: list[BaseRoute]) -> list[Route]:
     table = []
     for context in iter_route_contexts(routes):
         path = getattr(context, "path_regex", None)
