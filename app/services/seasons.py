@@ -267,7 +267,7 @@ def _archive_order(session: Session, *, ladder_id: str, first: int) -> list[Stan
     assert ladder is not None
     config = ladder_config(ladder.algorithm, ladder.params)
     resets = season_repo.resets_since(session=session, ladder_id=ladder_id, first_history_id=first)
-    resets.sort(key=itemgetter(0))  # by player id: the stable sort below keeps ties so
+    resets.sort(key=itemgetter(0))  # by player id, which the stable sort below keeps for ties
     mu = np.array([reset[1] for reset in resets], dtype=np.float64)
     if config.bayesian:
         conservative = mu - config.conservative_k * np.array(

@@ -23,6 +23,7 @@ from app.storage.models import (
     SeasonStanding,
 )
 from app.storage.repositories.ratings import state_columns
+from app.storage.repositories.recording import HISTORY_COLUMNS
 from app.storage.repositories.sql import (
     bulk_update,
     bulk_update_values,
@@ -387,19 +388,8 @@ def lock_step(*, session: Session, ladder_id: str, after_id: str, size: int) -> 
 
 #: The columns :func:`write_resets` writes to a reset rating.
 _RESET_RATING = ("player_id", "mu", "sigma", "conservative", "season_base", "updated_at")
-_RESET_HISTORY = (
-    "ladder_id",
-    "player_id",
-    "match_seq",
-    "played_at",
-    "mu_before",
-    "sigma_before",
-    "mu_after",
-    "sigma_after",
-    "volatility_before",
-    "volatility_after",
-    "reset",
-)
+#: A history row's columns (a match's), and ``reset``.
+_RESET_HISTORY = (*HISTORY_COLUMNS, "reset")
 
 
 def write_resets(
