@@ -12,6 +12,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.bodies import BodyGate
 from app.api.caching import document_validators
+from app.api.contract import (
+    ASSETS_URL,
+    docs_assets,
+    docs_router,
+    document_open_operations,
+    operation_id,
+)
 from app.api.metrics import MetricsMiddleware
 from app.api.ops import router as ops_router
 from app.api.problems import extend_openapi, install_error_handlers
@@ -28,7 +35,8 @@ from app.storage import unit_of_work
 
 DESCRIPTION = """\
 Skill ratings for game backends: post match results, read leaderboards, ask for a
-match's quality. Each ladder rates with TrueSkill, Plackett-Luce or the Elo family.
+match's quality. Each ladder rates with TrueSkill, the Weng-Lin family (Plackett-Luce,
+Bradley-Terry, Thurstone-Mosteller), the Elo family or Glicko-2.
 
 Send `Authorization: Bearer <key>`; keys are made with `ratings keys create`. Every error
 is `application/problem+json` (RFC 9457).
@@ -106,6 +114,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description=DESCRIPTION,
         lifespan=_lifespan,
         redirect_slashes=False,
+        generate_unique_id_function=operation_id,
+        # Served by docs_router, with their assets from the service (no CDN).
+        docs_url=None,
+        redoc_url=None,
         telemetry={
             "tracing": settings.opentelemetry,
             "metrics": settings.opentelemetry,
@@ -116,11 +128,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     extend_openapi(
         application, partial(document_validators, paths_of_reads=[read.path for read in READS])
     )
+    extend_openapi(
+        application,
+        lambda schema: document_open_operations(
+            schema,
+            application.routes,
+            open_reads=not settings.require_read_key,
+            open_metrics=settings.metrics_token is None,
+        ),
+    )
     application.state.group_writer = GroupWriter(
         settings.write_group_max, settings.write_group_wait_ms / 1000
     )
     application.include_router(api_router)
     application.include_router(ops_router)
+    application.mount(ASSETS_URL, docs_assets(), name="docs-assets")
+    application.include_router(docs_router)
     # The console's files first: its router ends with a page for every other path under it.
     application.mount("/console/static", console_static, name="console-static")
     application.include_router(console_router)

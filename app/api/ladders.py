@@ -34,7 +34,12 @@ router = APIRouter(prefix="/ladders", tags=["ladders"])
     "",
     status_code=status.HTTP_201_CREATED,
     response_model=LadderOut,
-    responses={200: {"description": "The ladder exists with this configuration already."}},
+    responses={
+        200: {
+            "model": LadderOut,
+            "description": "The ladder exists with this configuration already.",
+        }
+    },
     summary="Create a ladder (admin)",
 )
 async def create_ladder(body: LadderCreate, access: AdminAccess, now: NowDep) -> Response:

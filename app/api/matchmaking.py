@@ -17,6 +17,7 @@ router = APIRouter(prefix="/ladders/{ladder}", tags=["predictions"])
     "/matchmaking",
     response_model=MatchmakingOut,
     summary="Split players into the most balanced teams (read)",
+    name="matchmake",
 )
 async def matchmaking(body: MatchmakingRequest, ladder: LadderPath, access: ReadAccess) -> Response:
     """Split `players` into `teams` teams of equal size (sizes differ by one where the count

@@ -108,9 +108,13 @@ async def _metrics_access(presented: str) -> None:
 @router.get(
     "/metrics",
     summary="Prometheus metrics",
+    name="get_metrics",
     response_class=Response,
     responses={
-        200: {"content": {"text/plain": {}}, "description": "Prometheus text format"},
+        200: {
+            "content": {"text/plain": {"schema": {"type": "string"}}},
+            "description": "Prometheus text format",
+        },
         401: {
             "description": "With `RATINGS_REQUIRE_READ_KEY` or `RATINGS_METRICS_TOKEN`: no "
             "key or token, or an unknown or revoked one."

@@ -17,6 +17,7 @@ router = APIRouter(prefix="/ladders/{ladder}", tags=["predictions"])
     "/quality",
     response_model=QualityOut,
     summary="Quality of proposed teams (read)",
+    name="predict_quality",
 )
 async def quality(body: QualityRequest, ladder: LadderPath, access: ReadAccess) -> Response:
     return await answer(

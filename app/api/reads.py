@@ -205,11 +205,11 @@ READS: tuple[Read, ...] = (
     Read(
         "leaderboard",
         "/v1/ladders/{ladder}/leaderboard",
-        "leaderboard",
+        "get_leaderboard",
         players.leaderboard,
         LeaderboardPage,
         "Players by conservative rating, highest first",
-        "players",
+        "leaderboards",
         query=LeaderboardQuery,
     ),
     Read(
@@ -235,7 +235,7 @@ READS: tuple[Read, ...] = (
     Read(
         "season_leaderboard",
         "/v1/ladders/{ladder}/seasons/{season}/leaderboard",
-        "season_leaderboard",
+        "get_season_leaderboard",
         seasons.standings,
         LeaderboardPage,
         "A closed season's final standings, best first",
@@ -249,7 +249,7 @@ READS: tuple[Read, ...] = (
     Read(
         "history",
         "/v1/ladders/{ladder}/players/{player_id}/history",
-        "player_history",
+        "get_player_history",
         players.player_history,
         HistoryPage,
         "A player's rating changes, newest first",
@@ -280,7 +280,7 @@ READS: tuple[Read, ...] = (
     Read(
         "accuracy",
         "/v1/ladders/{ladder}/accuracy",
-        "ladder_accuracy",
+        "get_accuracy",
         accuracy.ladder_accuracy,
         AccuracyOut,
         "Prediction accuracy of the ladder (read)",
@@ -291,7 +291,7 @@ READS: tuple[Read, ...] = (
     Read(
         "quality",
         "/v1/ladders/{ladder}/quality",
-        "quality_get",
+        "get_quality",
         _quality,
         QualityOut,
         "Quality of proposed teams, as a GET a cache can keep (read)",
@@ -302,7 +302,7 @@ READS: tuple[Read, ...] = (
     Read(
         "matchmaking",
         "/v1/ladders/{ladder}/matchmaking",
-        "matchmaking_get",
+        "get_matchmaking",
         _matchmaking,
         MatchmakingOut,
         "Split players into the most balanced teams, as a GET a cache can keep (read)",
