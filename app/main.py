@@ -38,8 +38,8 @@ Skill ratings for game backends: post match results, read leaderboards, ask for 
 match's quality. Each ladder rates with TrueSkill, the Weng-Lin family (Plackett-Luce,
 Bradley-Terry, Thurstone-Mosteller), the Elo family or Glicko-2.
 
-Send `Authorization: Bearer <key>`; keys are made with `ratings keys create`. Every error
-is `application/problem+json` (RFC 9457).
+Send `Authorization: Bearer <key>`; keys are made with `POST /v1/keys` (admin) or
+`ratings keys create`. Every error is `application/problem+json` (RFC 9457).
 """
 
 

@@ -6,6 +6,7 @@ from fastapi import APIRouter
 from app.api import (
     fitting,
     jobs,
+    keys,
     ladders,
     matches,
     matchmaking,
@@ -25,6 +26,7 @@ for router in (
     matchmaking.router,
     fitting.router,
     jobs.router,
+    keys.router,
 ):
     api_router.include_router(router, prefix="/v1")
 api_router.include_router(read_routes())

@@ -41,7 +41,8 @@ class _BearerKey(HTTPBearer):
 _bearer = _BearerKey(
     auto_error=False,
     scheme_name="ApiKey",
-    description="An API key made with `ratings keys create`: `Authorization: Bearer <key>`.",
+    description="An API key made with `POST /v1/keys` or `ratings keys create`: "
+    "`Authorization: Bearer <key>`.",
 )
 
 #: The presented key ("" for none).

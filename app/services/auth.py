@@ -27,6 +27,7 @@ from typing import TypeVar
 
 from sqlalchemy.orm import Session
 
+from app.domain.documents.keys import KeyCreated, KeyList, KeyOut
 from app.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
 from app.storage import console_sessions
 from app.storage.models import ApiKey, KeyRow, KeySeen
@@ -51,6 +52,7 @@ class NewKey:
     scope: str
     prefix: str
     key: str
+    created_at: datetime
 
 
 @dataclass(frozen=True)
@@ -110,15 +112,11 @@ def create_key(session: Session, *, name: str, scope: str) -> NewKey:
         raise Conflict(f"name: an active key is already named {name!r}")
     key = generate_key()
     prefix = key_prefix(key)
+    now = datetime.now(UTC)
     keys.add(
-        session=session,
-        name=name,
-        scope=scope,
-        prefix=prefix,
-        key_hash=hash_key(key),
-        now=datetime.now(UTC),
+        session=session, name=name, scope=scope, prefix=prefix, key_hash=hash_key(key), now=now
     )
-    return NewKey(name=name, scope=scope, prefix=prefix, key=key)
+    return NewKey(name=name, scope=scope, prefix=prefix, key=key, created_at=now)
 
 
 def list_keys(session: Session) -> list[KeyInfo]:
@@ -126,12 +124,17 @@ def list_keys(session: Session) -> list[KeyInfo]:
     return [_info(row) for row in keys.every_key(session=session)]
 
 
-def revoke_key(session: Session, *, name_or_prefix: str) -> KeyInfo:
-    """Revoke the one active key with this name or prefix; refused from the next request on.
+def revoke_key(session: Session, *, name_or_prefix: str, by_prefix: bool = False) -> KeyInfo:
+    """Revoke the one active key with this name or prefix (``by_prefix``: this prefix);
+    refused from the next request on, by every worker and instance (no key is cached).
 
     Raises ``NotFound`` when no active key matches, ``Conflict`` when several do.
     """
-    rows = keys.active_matching(session=session, name_or_prefix=name_or_prefix)
+    rows = [
+        row
+        for row in keys.active_matching(session=session, name_or_prefix=name_or_prefix)
+        if not by_prefix or row.prefix == name_or_prefix
+    ]
     if not rows:
         raise NotFound(f"key: no active key is named or prefixed {name_or_prefix!r}")
     if len(rows) > 1:
@@ -139,6 +142,34 @@ def revoke_key(session: Session, *, name_or_prefix: str) -> KeyInfo:
     row = rows[0]
     keys.revoke(session=session, key=row, now=datetime.now(UTC))
     return _info(row)
+
+
+def created_document(new: NewKey) -> KeyCreated:
+    """What ``POST /v1/keys`` answers: the key, this once."""
+    return KeyCreated(
+        name=new.name,
+        scope=new.scope,
+        prefix=new.prefix,
+        key=new.key,
+        created_at=new.created_at,
+    )
+
+
+def key_document(info: KeyInfo) -> KeyOut:
+    """A key as the API lists it."""
+    return KeyOut(
+        name=info.name,
+        scope=info.scope,
+        prefix=info.prefix,
+        created_at=info.created_at,
+        last_used_at=info.last_used_at,
+        revoked_at=info.revoked_at,
+    )
+
+
+def key_list(session: Session) -> KeyList:
+    """Every key, revoked ones too, oldest first, as the API lists them."""
+    return KeyList(keys=[key_document(info) for info in list_keys(session)])
 
 
 def ensure_first_admin_key(session: Session) -> NewKey | None:

@@ -54,6 +54,9 @@ OPERATIONS = {
     ("post", "/v1/ladders/{ladder}/fit"): "fit_ladder",
     ("get", "/v1/jobs/{job_id}"): "get_job",
     ("delete", "/v1/jobs/{job_id}"): "cancel_job",
+    ("post", "/v1/keys"): "create_key",
+    ("get", "/v1/keys"): "list_keys",
+    ("delete", "/v1/keys/{prefix}"): "revoke_key",
     ("get", "/healthz"): "healthz",
     ("get", "/readyz"): "readyz",
     ("get", "/metrics"): "get_metrics",
@@ -118,7 +121,7 @@ def test_reads_open_to_anonymous_clients_declare_it(document: dict[str, Any]) ->
     key, anonymous = {"ApiKey": []}, {}
     for read in ("get_leaderboard", "get_player", "list_ladders", "predict_quality", "get_metrics"):
         assert security[read] == [key, anonymous], read
-    for write in ("record_match", "create_ladder", "void_match", "get_job", "open_season"):
+    for write in ("record_match", "create_ladder", "get_job", "open_season", "list_keys"):
         assert security[write] == [key], write
     assert security["healthz"] == []
 

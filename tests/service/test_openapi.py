@@ -8,6 +8,7 @@ from pydantic import BaseModel
 
 from app.domain.documents import (
     fitting,
+    keys,
     ladders,
     matches,
     matchmaking,
@@ -45,6 +46,10 @@ MODELS = [
     matchmaking.MatchmakingOut,
     fitting.FitRequest,
     fitting.FitOutcome,
+    keys.KeyCreate,
+    keys.KeyCreated,
+    keys.KeyOut,
+    keys.KeyList,
 ]
 #: Bodies the command line reports rather than a route: their examples must validate too.
 NOT_IN_DOCUMENT = {ladders.RebuildResult}
