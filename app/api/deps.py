@@ -12,7 +12,7 @@ busy worker than the queries of a short read, so nothing else of a request goes 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime
 from functools import partial
 from typing import Annotated, Any, TypeVar
@@ -20,7 +20,7 @@ from typing import Annotated, Any, TypeVar
 import anyio
 from anyio import to_thread
 from fastapi import Depends, Header
-from fastapi.responses import Response
+from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
@@ -124,6 +124,38 @@ async def answer(
     out = await run(access, work, read_only=read_only)
     text = out if isinstance(out, str) else out.model_dump_json()
     return Response(content=text, status_code=status_code, media_type="application/json")
+
+
+async def stream(
+    access: Access, work: Callable[[Session], Iterator[bytes]], *, media_type: str
+) -> StreamingResponse:
+    """The chunks ``work`` yields, as the body of the answer, read in one snapshot
+    (:func:`unit_of_work.streamed`). The key is checked and the first chunk read before the
+    answer starts, so a 401, 403 or 404 is answered as any route's; each later chunk is
+    read in the thread pool as the client takes the one before (memory: a chunk's), and a
+    client that goes away ends the transaction."""
+    chunks = unit_of_work.streamed(partial(_checked_chunks, access, work))
+    first = await to_thread.run_sync(next, chunks, None)
+
+    async def body() -> AsyncIterator[bytes]:
+        try:
+            if first is None:
+                return
+            yield first
+            while (chunk := await to_thread.run_sync(next, chunks, None)) is not None:
+                yield chunk
+        finally:
+            with anyio.CancelScope(shield=True):
+                await to_thread.run_sync(chunks.close)
+
+    return StreamingResponse(body(), media_type=media_type)
+
+
+def _checked_chunks(
+    access: Access, work: Callable[[Session], Iterator[bytes]], session: Session
+) -> Iterator[bytes]:
+    access.check(session)
+    yield from work(session)
 
 
 #: ``Prefer`` (RFC 7240) of a route that may re-rate many matches.

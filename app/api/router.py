@@ -4,6 +4,7 @@
 from fastapi import APIRouter
 
 from app.api import (
+    exports,
     fitting,
     jobs,
     keys,
@@ -27,6 +28,7 @@ for router in (
     fitting.router,
     jobs.router,
     keys.router,
+    exports.router,
 ):
     api_router.include_router(router, prefix="/v1")
 api_router.include_router(read_routes())

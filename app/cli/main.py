@@ -1,7 +1,8 @@
 """The ``ratings`` command: serve the API, migrate the database, manage API keys, make,
 list, import into and rebuild ladders, open their seasons, evaluate and fit rating
 algorithms. One module per command group: ``server`` (serve, migrate), ``keys``,
-``ladders`` (ladders create and list, import, rebuild), ``seasons`` (list, start) and, from
+``ladders`` (ladders create and list, import, rebuild), ``seasons`` (list, start),
+``exports`` (export matches, ratings) and, from
 ``app.cli.evaluate``, evaluate and fit.
 
 Settings come from ``RATINGS_*`` environment variables (see ``app/config.py``);
@@ -17,7 +18,7 @@ import os
 from collections.abc import Callable, Sequence
 from functools import partial
 
-from app.cli import keys, ladders, seasons, server
+from app.cli import exports, keys, ladders, seasons, server
 from app.cli.base import report_errors
 from app.cli.evaluate import add_parsers as add_evaluation_parsers
 from app.config import default_database_url, get_settings
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     keys.add_parsers(commands)  # keys create, list, revoke
     ladders.add_parsers(commands)  # ladders create, list; import, rebuild
     seasons.add_parsers(commands)  # seasons list, start
+    exports.add_parsers(commands)  # export matches, ratings
     add_evaluation_parsers(commands)  # evaluate, fit
     return parser
 

@@ -330,6 +330,15 @@ def mark_read_only(session: Session) -> None:
     session.execution_options = session.execution_options.union({READ_ONLY: True})
 
 
+def snapshot_reads(session: Session) -> None:
+    """Make every statement of ``session``'s transaction, which has not begun, read one
+    snapshot: PostgreSQL's ``REPEATABLE READ`` (its default, ``READ COMMITTED``, takes a
+    new snapshot for each statement). A SQLite transaction reads one snapshot from its
+    first read on already (write-ahead log)."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
+
+
 def is_read_only(session: Session) -> bool:
     """Whether ``session`` was marked with :func:`mark_read_only`."""
     return bool(session.execution_options.get(READ_ONLY))

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Generator, Iterable, Iterator
 from functools import partial
 from typing import Protocol, TypeVar
 
@@ -29,7 +29,13 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from app.storage import blocks, versions
-from app.storage.engine import SessionLocal, mark_bulk, mark_read_only, writer_turn
+from app.storage.engine import (
+    SessionLocal,
+    mark_bulk,
+    mark_read_only,
+    snapshot_reads,
+    writer_turn,
+)
 from app.storage.retry import BACKOFF_S, MAX_ATTEMPTS, RETRIES, retry_reason
 
 T = TypeVar("T")
@@ -73,6 +79,26 @@ def run(
             session.close()
         time.sleep(random.uniform(0.0, BACKOFF_S * attempt))
     raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def streamed(
+    work: Callable[[Session], Iterator[T]],
+    *,
+    session_factory: Callable[[], Session] = SessionLocal,
+) -> Generator[T, None, None]:
+    """What ``work(session)`` yields, read in one read-only transaction that sees one
+    snapshot of the database from its first statement to its last (an export: every page
+    of it as of one moment, whatever commits meanwhile), ended when the iteration ends or
+    is closed (a client that went away). Not run again on a conflict: what was yielded is
+    gone. Each step blocks: iterate it from a worker thread."""
+    session = session_factory()
+    mark_read_only(session)
+    try:
+        snapshot_reads(session)
+        yield from work(session)
+    finally:
+        session.rollback()
+        session.close()
 
 
 class Transact(Protocol):

@@ -54,6 +54,8 @@ OPERATIONS = {
     ("post", "/v1/ladders/{ladder}/fit"): "fit_ladder",
     ("get", "/v1/jobs/{job_id}"): "get_job",
     ("delete", "/v1/jobs/{job_id}"): "cancel_job",
+    ("get", "/v1/ladders/{ladder}/export/matches"): "export_matches",
+    ("get", "/v1/ladders/{ladder}/export/ratings"): "export_ratings",
     ("post", "/v1/keys"): "create_key",
     ("get", "/v1/keys"): "list_keys",
     ("delete", "/v1/keys/{prefix}"): "revoke_key",
@@ -242,6 +244,12 @@ def test_a_generated_python_client_runs_a_flow(
     assert isinstance(page, models.LeaderboardPage)
     assert [entry.player_id for entry in page.entries] == ["ana", "bo"]
     assert page.entries[0].mu > page.entries[1].mu
+
+    # The export, typed as bytes (the generator knows no NDJSON type): a match body a line.
+    export_matches = importlib.import_module("ratings_client.api.exports.export_matches")
+    exported = export_matches.sync(ladder="arena", client=admin)
+    lines = exported.payload.read().decode().splitlines()
+    assert [json.loads(line)["match_id"] for line in lines] == ["m1"]
 
     conflict = record_match.sync_detailed(
         ladder="arena",

@@ -8,7 +8,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-
 Scope = Literal["read", "write", "admin"]
 
 #: A key as listed, for the examples.

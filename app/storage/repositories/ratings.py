@@ -787,3 +787,35 @@ _INSERT_PLAYERS_SQL = text(
     "ORDER BY p.player_id "
     "ON CONFLICT (ladder_id, player_id) DO NOTHING RETURNING player_id"
 ).bindparams(bindparam("now", type_=DateTime(timezone=True)))
+
+
+class ExportedRating(NamedTuple):
+    """A player's stored rating as an export writes it."""
+
+    player_id: str
+    mu: float
+    sigma: float | None
+    conservative: float
+    volatility: float | None
+    matches: int
+    last_played_at: datetime | None
+
+
+def ratings_page(
+    *, session: Session, ladder_id: str, after_player: str | None, limit: int
+) -> list[ExportedRating]:
+    """The ladder's first ``limit`` ratings by player id after ``after_player`` (None: from
+    the first): a ladder's ratings read a page at a time along its primary key."""
+    query = select(
+        PlayerRating.player_id,
+        PlayerRating.mu,
+        PlayerRating.sigma,
+        PlayerRating.conservative,
+        PlayerRating.volatility,
+        PlayerRating.matches,
+        PlayerRating.last_played_at,
+    ).where(PlayerRating.ladder_id == ladder_id)
+    if after_player is not None:
+        query = query.where(PlayerRating.player_id > after_player)
+    rows = session.execute(query.order_by(PlayerRating.player_id).limit(limit))
+    return [ExportedRating(*row) for row in rows]
