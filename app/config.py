@@ -56,6 +56,7 @@ READ_NAMES = (
     "accuracy",
     "quality",
     "matchmaking",
+    "events",
 )
 
 
@@ -149,6 +150,10 @@ class Settings(BaseSettings):
     #: How old the time a ladder's ratings are aged to may grow before a new pass brings
     #: them to now, in seconds (a day: the leaderboard's order is at most a day old).
     aging_every_s: float = Field(default=86_400.0, ge=1, le=30 * 86_400)
+    #: How long a ``player.erased`` event keeps the erased id, for the systems that mirror
+    #: the ladder's events to erase it too, in seconds (7 days); then its ``player_id`` is
+    #: null, and the id is nowhere in the database.
+    erasure_notice_s: float = Field(default=7 * 86_400.0, ge=0, le=365 * 86_400)
     #: How long ``/readyz`` waits for the database before answering 503, in seconds.
     readiness_timeout_s: float = Field(default=2.0, gt=0, le=60)
     #: uvicorn's log level: critical, error, warning, info, debug or trace.

@@ -80,6 +80,19 @@ class PageQuery(ReadQuery):
     cursor: str | None = _cursor()
 
 
+class EventsQuery(ReadQuery):
+    """A page of a ladder's events: its size and the cursor it starts after."""
+
+    limit: int = Field(
+        DEFAULT_PAGE, ge=1, le=MAX_PAGE, description=f"Events per page (at most {MAX_PAGE})."
+    )
+    after: str | None = Field(
+        None,
+        max_length=1024,
+        description="`next_cursor` of the previous page; from the first event without it.",
+    )
+
+
 class LeaderboardQuery(PageQuery):
     min_matches: int = Field(
         0, ge=0, le=2**31 - 1, description="Only players with this many matches."

@@ -52,6 +52,7 @@ from app.api.metrics import Template
 from app.api.params import (
     PATH_PARAMS,
     AccuracyQuery,
+    EventsQuery,
     LeaderboardQuery,
     MatchesQuery,
     MatchmakingQuery,
@@ -63,6 +64,7 @@ from app.api.problems import error_response
 from app.api.security import Access, access_of, bearer_key
 from app.config import READ_NAMES, Settings
 from app.domain.documents.accuracy import AccuracyOut
+from app.domain.documents.events import EventPage
 from app.domain.documents.ladders import LadderOut, LadderPage
 from app.domain.documents.matches import MatchPage, MatchResult
 from app.domain.documents.matchmaking import MatchmakingOut, MatchmakingRequest
@@ -71,7 +73,7 @@ from app.domain.documents.predictions import QualityOut, QualityRequest
 from app.domain.documents.seasons import SeasonPage
 from app.domain.ladders import LADDER_ID
 from app.errors import InvalidInput, NotFound
-from app.services import accuracy, ladders, matches, players, predictions, seasons
+from app.services import accuracy, events, ladders, matches, players, predictions, seasons
 from app.services.auth import check_key, hash_key, use_due
 from app.services.matchmaking import matchmake
 from app.storage import unit_of_work, versions
@@ -176,6 +178,13 @@ the same transaction as each recording, void and rebuild, so the answer costs no
 {accuracy.MAX_WINDOW:,}); `since=T` keeps those of them played at or after T (a window of
 {accuracy.MAX_WINDOW:,} when `window` is not given). Matches recorded before win
 probabilities were stored are not scored until the ladder is rebuilt.
+"""
+_EVENTS = """\
+Every change a consumer acts on, written in the same transaction as the change (a
+rolled-back change has none): `match.recorded`, `match.voided`, `ladder.rebuilt`,
+`season.started`, `player.erased`. Oldest first; pass `next_cursor` as `after` for the
+next page, and poll with it: it never skips an event, whatever commits meanwhile (a
+ladder's events are numbered in the order their transactions commit).
 """
 _GET_FORM = """\
 The answer of `POST /v1/ladders/{{ladder}}/{name}` for the body whose fields are the
@@ -309,6 +318,17 @@ READS: tuple[Read, ...] = (
         "predictions",
         query=MatchmakingQuery,
         description=_GET_FORM.format(name="matchmaking"),
+    ),
+    Read(
+        "events",
+        "/v1/ladders/{ladder}/events",
+        "list_events",
+        events.event_page,
+        EventPage,
+        "The ladder's events, oldest first",
+        "events",
+        query=EventsQuery,
+        description=_EVENTS,
     ),
 )
 

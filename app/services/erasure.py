@@ -36,6 +36,7 @@ from app.domain.pseudonyms import (
     with_seeds,
 )
 from app.errors import NotFound
+from app.services import events
 from app.services.seasons import finish_opening
 from app.storage import blocks
 from app.storage.models import Ladder
@@ -103,12 +104,27 @@ def erase_player(*, session: Session, ladder: Ladder, player_id: str) -> Erasure
         rerating_repo.delete_ratings(session=session, ladder_id=ladder.id, player_ids=[player_id])
         for season in sorted(archived):
             season_repo.rerank(session=session, ladder_id=ladder.id, season=season)
-    return ErasureResult(
+    erasure_repo.rename_in_events(
+        session=session,
+        ladder_id=ladder.id,
+        match_seqs=seqs,
+        rename=lambda document: pseudonymised_result(document, old=player_id, new=pseudonym),
+    )
+    result = ErasureResult(
         ladder=ladder.id,
         player_id=player_id,
         matches_pseudonymised=len(rows),
         history_entries_removed=removed,
     )
+    events.changed(
+        session,
+        ladder_id=ladder.id,
+        type="player.erased",
+        data=result,
+        now=datetime.now(UTC),
+        player_id=player_id,
+    )
+    return result
 
 
 def _pseudonymise_jobs(session: Session, ladder_id: str, *, old: str, new: str) -> None:

@@ -31,7 +31,7 @@ from app.domain.outcomes import body_hash, canonical_request, dense_ranks, outco
 from app.domain.results import result_parts, with_seq
 from app.domain.times import utc
 from app.errors import NotFound, ProblemError
-from app.services import accuracy, auth, seasons
+from app.services import accuracy, auth, events, seasons
 from app.services.rating import (
     FloatArray,
     Label,
@@ -641,10 +641,12 @@ class MatchRows:
             tallies=accuracy.shares(self.tallies),
             stripe=accuracy.stripe(),
         )
-        return [
-            (index, with_seq(text, seq))
-            for index, seq, text in zip(self.indexes, seqs, self.parts, strict=True)
-        ]
+        written = []
+        for index, seq, text, row in zip(self.indexes, seqs, self.parts, self.matches, strict=True):
+            document = with_seq(text, seq)
+            written.append((index, document))
+            events.match_recorded(session, ladder_id=row[1], document=document, seq=seq, now=row[5])
+        return written
 
 
 def rows_of(

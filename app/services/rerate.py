@@ -35,7 +35,7 @@ from app.domain.pseudonyms import is_pseudonym
 from app.domain.results import result_parts, rfc3339, with_seq
 from app.domain.times import utc
 from app.errors import Conflict, NotFound
-from app.services import accuracy, erasure
+from app.services import accuracy, erasure, events
 from app.services.ladders import hold_ladder, ladder_view, stored_tiers
 from app.services.rating import Planned, Rated, RatingTable, day_of, rate
 from app.services.recording import history_rows
@@ -547,7 +547,7 @@ def void_match(
         from_seq=match.seq,
         player_ids=sorted(p for p in voided_players if not is_pseudonym(p)),
     )
-    return VoidResult(
+    result = VoidResult(
         match_id=match.match_id,
         ladder=ladder.id,
         voided_at=now,
@@ -555,6 +555,8 @@ def void_match(
         matches_rerated=len(affected),
         players_affected=len(reached),
     )
+    events.changed(session, ladder_id=ladder.id, type="match.voided", data=result, now=now)
+    return result
 
 
 def _void_scope(
@@ -843,7 +845,9 @@ def rebuild(
         for state in states
     ]
     rating_repo.update_ratings(session=session, ladder_id=ladder.id, rows=rows)
-    return RebuildResult(ladder=ladder.id, matches_rerated=len(matches), players=len(states))
+    result = RebuildResult(ladder=ladder.id, matches_rerated=len(matches), players=len(states))
+    events.changed(session, ladder_id=ladder.id, type="ladder.rebuilt", data=result, now=now)
+    return result
 
 
 def update_ladder(

@@ -41,6 +41,7 @@ from app.domain.tiers import by_percentile, tier_of, tier_of_rank
 from app.domain.times import utc
 from app.errors import Conflict, InvalidInput, NotFound, ServiceUnavailable
 from app.rating.seasons import reset_mu, reset_sigma
+from app.services import events
 from app.services.ladders import hold_ladder
 from app.services.periodic import Periodic
 from app.storage import blocks
@@ -149,7 +150,9 @@ def _open(
         lease_until=now + LEASE,
     )
     players = season_repo.count_ratings(session=session, ladder_id=ladder.id)
-    return _season_out(opened, matches=0, players=players, opening=True)
+    started = _season_out(opened, matches=0, players=players, opening=True)
+    events.changed(session, ladder_id=ladder.id, type="season.started", data=started, now=now)
+    return started
 
 
 def settle_opening(

@@ -447,6 +447,53 @@ class SeasonStanding(Base):
     last_played_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
+class LadderEventCounter(Base):
+    """The number of a ladder's newest event (``events.seq``): taken under this row's lock
+    as a transaction's last statement but its version's, so a ladder's events are
+    numbered in the order their transactions commit."""
+
+    __tablename__ = "ladder_event_counters"
+
+    ladder_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("ladders.id", ondelete="CASCADE"), primary_key=True
+    )
+    seq: Mapped[int] = mapped_column(BigInteger)
+
+
+class Event(Base):
+    """A change a consumer acts on, written in the transaction that made it (the outbox):
+    ``seq`` numbers a ladder's events in commit order, ``data`` is its JSON document.
+    ``match_seq`` and ``player_id`` name what it is about (erasure rewrites those)."""
+
+    __tablename__ = "events"
+    __table_args__ = (
+        Index(
+            "ix_events_match_seq",
+            "match_seq",
+            postgresql_where=text("match_seq IS NOT NULL"),
+            sqlite_where=text("match_seq IS NOT NULL"),
+        ),
+        Index(
+            "ix_events_player",
+            "ladder_id",
+            "player_id",
+            postgresql_where=text("player_id IS NOT NULL"),
+            sqlite_where=text("player_id IS NOT NULL"),
+        ),
+    )
+
+    ladder_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("ladders.id", ondelete="CASCADE"), primary_key=True
+    )
+    seq: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    id: Mapped[str] = mapped_column(String(32))
+    type: Mapped[str] = mapped_column(String(32))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    data: Mapped[str] = mapped_column(Text)
+    match_seq: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    player_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+
+
 class ApiKey(Base):
     """A client key. Only its sha256 is stored; ``prefix`` is the public part shown in lists."""
 

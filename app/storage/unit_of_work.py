@@ -7,7 +7,8 @@ of it was applied: ``run`` runs ``work`` again from the start, at most
 :data:`app.storage.retry.MAX_ATTEMPTS` times in all, after a short random pause, and counts each new
 run in ``ratings_transaction_retries_total`` by reason. Services and repositories never
 commit. Just before the commit, every ladder the transaction changed gets its next version
-(:mod:`app.storage.versions`), the validator of the ladder's reads. After the commit, now
+(:mod:`app.storage.versions`), the validator of the ladder's reads, and then the events it
+emitted are numbered and written (:mod:`app.storage.outbox`). After the commit, now
 and then, a changed ladder's rating blocks that grew large are cut (:mod:`app.storage.blocks`)
 in a transaction of their own.
 
@@ -28,7 +29,7 @@ from typing import Protocol, TypeVar
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from app.storage import blocks, versions
+from app.storage import blocks, outbox, versions
 from app.storage.engine import (
     SessionLocal,
     mark_bulk,
@@ -64,6 +65,7 @@ def run(
                 try:
                     answer = work(session)
                     changed = versions.bump(session)
+                    outbox.flush(session)
                     session.commit()
                 except BaseException:
                     session.rollback()

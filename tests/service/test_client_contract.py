@@ -51,6 +51,7 @@ OPERATIONS = {
     ("post", "/v1/ladders/{ladder}/matchmaking"): "matchmake",
     ("get", "/v1/ladders/{ladder}/matchmaking"): "get_matchmaking",
     ("get", "/v1/ladders/{ladder}/accuracy"): "get_accuracy",
+    ("get", "/v1/ladders/{ladder}/events"): "list_events",
     ("post", "/v1/ladders/{ladder}/fit"): "fit_ladder",
     ("get", "/v1/jobs/{job_id}"): "get_job",
     ("delete", "/v1/jobs/{job_id}"): "cancel_job",

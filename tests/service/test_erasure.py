@@ -12,17 +12,20 @@ import sqlite3
 import subprocess
 import threading
 from contextlib import closing
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import select
+from sqlalchemy import or_, select
 
+from app.config import get_settings
 from app.domain import jsontext
 from app.domain.pseudonyms import pseudonymised_json
+from app.services import events
 from app.storage import blocks
 from app.storage.engine import get_engine, normalize_url, session_factory, sqlite_file
-from app.storage.models import Base, RatingBlock
+from app.storage.models import Base, Event, RatingBlock
 from tests.service.helpers import all_pages, assert_problem, create_ladder, post_match
 from tests.service.oracle import core_replay, random_matches
 from tests.service.test_access import _key
@@ -120,9 +123,14 @@ def test_erasure_removes_the_player_and_nothing_else(client: TestClient, databas
     assert pseudonym not in client.get("/v1/ladders/e/leaderboard").text
     assert pseudonym not in response.text
 
-    # No table holds the old id (nor a hash of a body with it); the others' rows are as
-    # they were, byte for byte.
+    # No table holds the old id (nor a hash of a body with it) but the erasure's notice to
+    # the systems that mirror the ladder's events (its own event, until the notice period
+    # ends); the others' rows are as they were, byte for byte.
     now_stored = _rows(database_url)
+    events_stored = now_stored.pop("events")
+    notices = [row for row in events_stored if row[3] == "player.erased"]
+    assert [row[7] for row in notices] == [ERASED]
+    assert ERASED not in repr([row for row in events_stored if row not in notices])
     for name, rows in now_stored.items():
         assert ERASED not in repr(rows), name
     old_hashes = {row[3] for row in stored["matches"]}
@@ -388,6 +396,13 @@ def _dump(url: str) -> str:
     return text + "".join(path.read_bytes().decode("latin-1") for path in files)
 
 
+def all_pages_of_events(client: TestClient, ladder: str) -> list[dict[str, Any]]:
+    page = client.get(f"/v1/ladders/{ladder}/events", params={"limit": 1000}).json()
+    assert len(page["events"]) < 1000
+    events: list[dict[str, Any]] = page["events"]
+    return events
+
+
 def test_an_erased_id_is_nowhere_in_a_dump(client: TestClient, database_url: str) -> None:
     # 600 one-match players share two ratings; cutting their rank blocks small makes many
     # of them fences, in both buckets.
@@ -420,6 +435,21 @@ def test_an_erased_id_is_nowhere_in_a_dump(client: TestClient, database_url: str
     for player in erased:
         response = client.delete(f"/v1/ladders/er-s1/players/{player}")
         assert response.status_code == 200, response.text
+
+    # The erasures' own events name the ids (the notice to the systems that mirror the
+    # ladder's events), and nothing else does; once the notice period is over, nor do they.
+    with session_factory(get_engine(database_url))() as session:
+        naming = session.execute(
+            select(Event.type, Event.player_id).where(
+                or_(*(Event.data.contains(player) for player in erased))
+            )
+        ).all()
+        assert sorted(naming) == sorted(("player.erased", player) for player in erased)
+        later = datetime.now(UTC) + timedelta(seconds=get_settings().erasure_notice_s + 1)
+        assert events.expire_erasure_notices(session=session, now=later) == len(erased)
+        session.commit()
+    notices = [e for e in all_pages_of_events(client, "er-s1") if e["type"] == "player.erased"]
+    assert [e["data"]["player_id"] for e in notices] == [None] * len(erased)
 
     dump = _dump(database_url)
     assert "fw00001" in dump  # the dump holds the ids that stay

@@ -35,6 +35,8 @@ TABLES = {
     "rating_trigger_pauses",
     "season_schedule",
     "aging_passes",
+    "ladder_event_counters",
+    "events",
 }
 
 

@@ -63,6 +63,9 @@ def test_one_match_of_known_players_takes_few_statements(
             "SELECT K.ID, K.SCOPE,",
             "SELECT R.PLAYER_ID, R.MU,",
             "WITH MATCHES_WRITTEN AS",
+            # Its event numbered under the ladder's counter, then written (app.storage.outbox).
+            "INSERT INTO LADDER_EVENT_COUNTERS",
+            "INSERT INTO EVENTS",
         ]
     else:
         assert statements == [
@@ -75,7 +78,9 @@ def test_one_match_of_known_players_takes_few_statements(
             "INSERT INTO PARTICIPANTS",
             "INSERT INTO RATING_HISTORY",
             "INSERT INTO LADDER_ACCURACY",
-            "INSERT INTO LADDER_VERSIONS",  # the ladder's version, last (app.storage.versions)
+            "INSERT INTO LADDER_VERSIONS",  # the ladder's version (app.storage.versions)
+            "INSERT INTO LADDER_EVENT_COUNTERS",  # then its event, last (app.storage.outbox)
+            "INSERT INTO EVENTS",
         ]
 
 

@@ -3,7 +3,7 @@ of it."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from sqlalchemy import (
@@ -16,6 +16,7 @@ from sqlalchemy.sql.expression import Executable
 
 from app.storage.models import (
     LADDER_ACCURACY,
+    Event,
     Job,
     Ladder,
     Match,
@@ -153,3 +154,25 @@ def delete_ladder_rows(*, session: Session, ladder_id: str) -> LadderRows:
     gone(delete(Job).where(Job.ladder_id == ladder_id))
     gone(delete(Ladder).where(Ladder.id == ladder_id))
     return LadderRows(players=players, matches=matches, history=history)
+
+
+def rename_in_events(
+    *,
+    session: Session,
+    ladder_id: str,
+    match_seqs: Sequence[int],
+    rename: Callable[[str], str],
+) -> None:
+    """Rewrite the ``data`` of the ladder's events about the matches ``match_seqs`` (their
+    ``match.recorded``: a result document) with ``rename``."""
+    rows = []
+    for start in range(0, len(match_seqs), SQLITE_IN_CHUNK):
+        chunk = list(match_seqs[start : start + SQLITE_IN_CHUNK])
+        found = session.execute(
+            select(Event.seq, Event.data).where(
+                Event.ladder_id == ladder_id, Event.match_seq.in_(chunk)
+            )
+        )
+        rows += [{"ladder_id": ladder_id, "seq": seq, "data": rename(data)} for seq, data in found]
+    if rows:
+        session.execute(update(Event), rows)

@@ -1,0 +1,138 @@
+"""Events: what a consumer acts on, written in the same transaction as the change
+(:mod:`app.storage.outbox`), and the feed that pages them.
+
+Each is ``{"id", "type", "ladder", "created_at", "data"}``:
+
+- ``match.recorded``: ``data`` is the match's result document, as its recording answered
+  it (with its ``seq``);
+- ``match.voided``: the void's summary (``match_id``, ``voided_at``, ``matches_rerated``,
+  ``players_affected``);
+- ``ladder.rebuilt``: the rebuild's summary (``matches_rerated``, ``players``);
+- ``season.started``: the season opened (the season document);
+- ``player.erased``: the erasure's summary, with the erased ``player_id``: the one place
+  the id stays, so that the systems that mirror the ladder's events can erase it too,
+  until ``RATINGS_ERASURE_NOTICE_S`` (7 days) has passed; then it is null
+  (:func:`expire_erasure_notices`, every worker's ``event-chores`` thread).
+
+A ladder's events are numbered in the order their transactions committed; the feed pages
+them oldest first after a cursor, which never skips one (the outbox's numbering).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+from pydantic import BaseModel
+from sqlalchemy.orm import Session
+
+from app.config import get_settings
+from app.domain import jsontext
+from app.domain.cursors import decode_cursor, encode_cursor
+from app.domain.results import rfc3339
+from app.errors import InvalidInput
+from app.services.periodic import Periodic
+from app.storage import outbox
+from app.storage.models import Ladder
+from app.storage.repositories import events as event_repo
+from app.storage.unit_of_work import Transact
+
+#: Every type of event, as the feed and webhooks name them.
+TYPES = (
+    "match.recorded",
+    "match.voided",
+    "ladder.rebuilt",
+    "season.started",
+    "player.erased",
+)
+
+
+def match_recorded(
+    session: Session, *, ladder_id: str, document: str, seq: int, now: datetime
+) -> None:
+    """A match was recorded: its result document (JSON text, with its seq)."""
+    outbox.emit(
+        session,
+        ladder_id=ladder_id,
+        type="match.recorded",
+        data=document,
+        now=now,
+        match_seq=seq,
+    )
+
+
+def changed(
+    session: Session,
+    *,
+    ladder_id: str,
+    type: str,
+    data: BaseModel,
+    now: datetime,
+    player_id: str | None = None,
+) -> None:
+    """A change of the ladder of ``type`` happened, which ``data`` describes."""
+    outbox.emit(
+        session,
+        ladder_id=ladder_id,
+        type=type,
+        data=data.model_dump_json(),
+        now=now,
+        player_id=player_id,
+    )
+
+
+def _after(cursor: str | None) -> int:
+    if cursor is None:
+        return 0
+    try:
+        key = decode_cursor(cursor)
+    except InvalidInput:
+        key = None
+    if not (isinstance(key, list) and len(key) == 1 and isinstance(key[0], int) and key[0] >= 0):
+        raise InvalidInput("after: not a cursor of this feed")
+    return int(key[0])
+
+
+def event_page(*, session: Session, ladder: Ladder, limit: int, after: str | None) -> str:
+    """The ladder's events after the cursor ``after`` (from the first without one), oldest
+    first, as the JSON text of an :class:`EventPage`; ``next_cursor`` is where the next
+    page starts, the same cursor again when there was nothing new (poll with it)."""
+    start = _after(after)
+    rows = event_repo.page(session=session, ladder_id=ladder.id, after_seq=start, limit=limit)
+    ladder_text = jsontext.string(ladder.id)
+    documents = [
+        f'{{"id":"{row.id}","type":"{row.type}","ladder":{ladder_text},'
+        f'"created_at":"{rfc3339(row.created_at)}","data":{row.data}}}'
+        for row in rows
+    ]
+    last = rows[-1].seq if rows else start
+    return f'{{"events":[{",".join(documents)}],"next_cursor":"{encode_cursor([last])}"}}'
+
+
+def expire_erasure_notices(*, session: Session, now: datetime) -> int:
+    """Null the erased ids of the ``player.erased`` events older than the notice period
+    (``RATINGS_ERASURE_NOTICE_S``); how many."""
+    cutoff = now - timedelta(seconds=get_settings().erasure_notice_s)
+    rows = event_repo.erasure_notices_before(session=session, cutoff=cutoff)
+    expired = []
+    for row in rows:
+        data = json.loads(row.data)
+        data["player_id"] = None
+        expired.append((row.ladder_id, row.seq, jsontext.compact(data)))
+    event_repo.expire_notices(session=session, rows=expired)
+    return len(expired)
+
+
+#: How often each worker looks for erasure notices to expire, in seconds.
+CHORES_INTERVAL_S = 600.0
+
+
+def event_chores(transact: Transact) -> Periodic:
+    """The worker's thread that expires erasure notices every :data:`CHORES_INTERVAL_S`."""
+    return Periodic(
+        "event-chores",
+        CHORES_INTERVAL_S,
+        lambda: transact(
+            lambda session: expire_erasure_notices(session=session, now=datetime.now(UTC))
+        ),
+    )
