@@ -154,6 +154,19 @@ class Settings(BaseSettings):
     #: the ladder's events to erase it too, in seconds (7 days); then its ``player_id`` is
     #: null, and the id is nowhere in the database.
     erasure_notice_s: float = Field(default=7 * 86_400.0, ge=0, le=365 * 86_400)
+    #: Webhooks (``app.services.webhooks``): how long a delivery waits for its receiver's
+    #: answer, in seconds.
+    webhook_timeout_s: float = Field(default=10.0, gt=0, le=300)
+    #: How long a failing event is retried (with backoff) before it is marked failed and
+    #: the next ones go, in seconds (a day).
+    webhook_retry_s: float = Field(default=86_400.0, ge=0, le=30 * 86_400)
+    #: How long a worker holds the receivers it sends to before another may take them
+    #: over (it renews the lease every poll while it lives), in seconds.
+    webhook_lease_s: float = Field(default=30.0, ge=0.5, le=3600)
+    #: How often each worker looks for events to send and receivers to take, in seconds.
+    webhook_poll_s: float = Field(default=0.5, ge=0.01, le=3600)
+    #: Receivers a worker sends to at once, each from a thread of its own.
+    webhook_threads: int = Field(default=8, ge=1, le=256)
     #: How long ``/readyz`` waits for the database before answering 503, in seconds.
     readiness_timeout_s: float = Field(default=2.0, gt=0, le=60)
     #: uvicorn's log level: critical, error, warning, info, debug or trace.

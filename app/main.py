@@ -30,7 +30,7 @@ from app.api.writer import GroupWriter
 from app.config import Settings, get_settings
 from app.console.routes import router as console_router
 from app.console.routes import static_files as console_static
-from app.services import events, inactivity, jobs, seasons
+from app.services import events, inactivity, jobs, seasons, webhooks
 from app.storage import unit_of_work
 
 DESCRIPTION = """\
@@ -97,9 +97,12 @@ async def _lifespan(_app: FastAPI) -> AsyncIterator[None]:
     aging.start()
     chores = events.event_chores(unit_of_work.transactor())
     chores.start()
+    dispatcher = webhooks.Dispatcher(unit_of_work.transactor())
+    dispatcher.start()
     try:
         yield
     finally:
+        dispatcher.stop()
         chores.stop()
         aging.stop()
         clock.stop()

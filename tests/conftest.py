@@ -26,7 +26,16 @@ if POSTGRES_URL:
     DATABASES.append(pytest.param("postgresql", id="postgresql", marks=pytest.mark.postgres))
 
 #: Every table of the schema, children first.
-TABLES = ("jobs", "rating_history", "participants", "matches", "ratings", "ladders", "api_keys")
+TABLES = (
+    "webhooks",
+    "jobs",
+    "rating_history",
+    "participants",
+    "matches",
+    "ratings",
+    "ladders",
+    "api_keys",
+)
 
 
 def _drop_everything(url: str) -> None:

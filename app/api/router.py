@@ -14,6 +14,7 @@ from app.api import (
     players,
     predictions,
     seasons,
+    webhooks,
 )
 from app.api.reads import read_routes
 
@@ -29,6 +30,7 @@ for router in (
     jobs.router,
     keys.router,
     exports.router,
+    webhooks.router,
 ):
     api_router.include_router(router, prefix="/v1")
 api_router.include_router(read_routes())

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
@@ -81,6 +82,30 @@ def changed(
     )
 
 
+class Stored(Protocol):
+    """An event as stored."""
+
+    @property
+    def ladder_id(self) -> str: ...
+    @property
+    def id(self) -> str: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def created_at(self) -> datetime: ...
+    @property
+    def data(self) -> str: ...
+
+
+def event_document(event: Stored) -> str:
+    """The event's JSON document, as the feed pages it and a webhook delivers it (its
+    ``data`` as stored, byte for byte)."""
+    return (
+        f'{{"id":"{event.id}","type":"{event.type}","ladder":{jsontext.string(event.ladder_id)},'
+        f'"created_at":"{rfc3339(event.created_at)}","data":{event.data}}}'
+    )
+
+
 def _after(cursor: str | None) -> int:
     if cursor is None:
         return 0
@@ -99,12 +124,7 @@ def event_page(*, session: Session, ladder: Ladder, limit: int, after: str | Non
     page starts, the same cursor again when there was nothing new (poll with it)."""
     start = _after(after)
     rows = event_repo.page(session=session, ladder_id=ladder.id, after_seq=start, limit=limit)
-    ladder_text = jsontext.string(ladder.id)
-    documents = [
-        f'{{"id":"{row.id}","type":"{row.type}","ladder":{ladder_text},'
-        f'"created_at":"{rfc3339(row.created_at)}","data":{row.data}}}'
-        for row in rows
-    ]
+    documents = [event_document(row) for row in rows]
     last = rows[-1].seq if rows else start
     return f'{{"events":[{",".join(documents)}],"next_cursor":"{encode_cursor([last])}"}}'
 

@@ -494,6 +494,65 @@ class Event(Base):
     player_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
 
 
+class Webhook(Base):
+    """A receiver of events (``app.services.webhooks``): its URL, the types and ladders it
+    receives, the secret its deliveries are signed with, and the worker that holds it."""
+
+    __tablename__ = "webhooks"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    url: Mapped[str] = mapped_column(Text)
+    events: Mapped[list[str]] = mapped_column(JSON)
+    #: The ladders whose events it receives; NULL: every ladder.
+    ladders: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
+    secret: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    #: The worker that sends its events, until ``lease_until``.
+    owner: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class WebhookCursor(Base):
+    """Where a receiver stands in a ladder's events: done with every one up to
+    ``after_seq`` (delivered, given up on, or not of a type it receives)."""
+
+    __tablename__ = "webhook_cursors"
+
+    webhook_id: Mapped[str] = mapped_column(
+        String(32), ForeignKey("webhooks.id", ondelete="CASCADE"), primary_key=True
+    )
+    ladder_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("ladders.id", ondelete="CASCADE"), primary_key=True
+    )
+    after_seq: Mapped[int] = mapped_column(BigInteger)
+
+
+class WebhookDelivery(Base):
+    """An event sent to a receiver: delivered, being retried, or given up on (failed)."""
+
+    __tablename__ = "webhook_deliveries"
+    __table_args__ = (
+        Index("ix_webhook_deliveries_latest", "webhook_id", "last_attempt_at"),
+        CheckConstraint("status IN ('delivered', 'retrying', 'failed')", name="status"),
+    )
+
+    webhook_id: Mapped[str] = mapped_column(
+        String(32), ForeignKey("webhooks.id", ondelete="CASCADE"), primary_key=True
+    )
+    ladder_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("ladders.id", ondelete="CASCADE"), primary_key=True
+    )
+    event_seq: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    event_id: Mapped[str] = mapped_column(String(32))
+    event_type: Mapped[str] = mapped_column(String(32))
+    status: Mapped[str] = mapped_column(String(16))
+    attempts: Mapped[int] = mapped_column(Integer)
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    first_attempt_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    last_attempt_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    next_attempt_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
 class ApiKey(Base):
     """A client key. Only its sha256 is stored; ``prefix`` is the public part shown in lists."""
 

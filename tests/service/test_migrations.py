@@ -37,6 +37,9 @@ TABLES = {
     "aging_passes",
     "ladder_event_counters",
     "events",
+    "webhooks",
+    "webhook_cursors",
+    "webhook_deliveries",
 }
 
 

@@ -7,6 +7,7 @@ from fastapi.testclient import TestClient
 from pydantic import BaseModel
 
 from app.domain.documents import (
+    events,
     fitting,
     keys,
     ladders,
@@ -15,6 +16,7 @@ from app.domain.documents import (
     players,
     predictions,
     shared,
+    webhooks,
 )
 
 MODELS = [
@@ -50,6 +52,13 @@ MODELS = [
     keys.KeyCreated,
     keys.KeyOut,
     keys.KeyList,
+    events.EventOut,
+    events.EventPage,
+    webhooks.WebhookCreate,
+    webhooks.WebhookCreated,
+    webhooks.WebhookOut,
+    webhooks.WebhookList,
+    webhooks.DeliveryOut,
 ]
 #: Bodies the command line reports rather than a route: their examples must validate too.
 NOT_IN_DOCUMENT = {ladders.RebuildResult}

@@ -12,6 +12,7 @@ from app.storage.models import Event
 
 
 class EventRow(NamedTuple):
+    ladder_id: str
     seq: int
     id: str
     type: str
@@ -22,7 +23,7 @@ class EventRow(NamedTuple):
 def page(*, session: Session, ladder_id: str, after_seq: int, limit: int) -> list[EventRow]:
     """The ladder's first ``limit`` events numbered after ``after_seq``, in order."""
     query = (
-        select(Event.seq, Event.id, Event.type, Event.created_at, Event.data)
+        select(Event.ladder_id, Event.seq, Event.id, Event.type, Event.created_at, Event.data)
         .where(Event.ladder_id == ladder_id, Event.seq > after_seq)
         .order_by(Event.seq)
         .limit(limit)
