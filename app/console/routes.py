@@ -85,7 +85,17 @@ def _when(value: datetime | None) -> str:
     return NONE if value is None else value.strftime("%Y-%m-%d %H:%M UTC")
 
 
-templates.env.filters.update(number=_number, percent=_percent, signed=_signed, when=_when)
+def _parameter(value: Any) -> str:
+    """A ladder parameter as set, without a float's noise (``4.166666666666667`` shows as
+    ``4.16667``; the exact value is in the API)."""
+    if isinstance(value, float) and len(repr(value)) > 8:
+        return f"{value:.6g}"
+    return str(value)
+
+
+templates.env.filters.update(
+    number=_number, percent=_percent, signed=_signed, when=_when, parameter=_parameter
+)
 templates.env.globals["quote"] = lambda value: quote(value, safe="")
 
 

@@ -97,7 +97,7 @@ class Trajectory:
     """A player's rating after each change (index 0: before the first), as arrays of one
     length: the mean, the conservative rating, and the band mean +- sigma (None without a
     sigma: Elo); ``matches`` flags the changes that were matches (the others seeded
-    ratings)."""
+    ratings); ``played`` is when each was played (the first point: before the first)."""
 
     mu: list[float]
     conservative: list[float]
@@ -105,6 +105,9 @@ class Trajectory:
     upper: list[float] | None
     matches: list[int]
     conservative_k: float | None
+    played: list[str]
+    #: Glicko-2's names: rating and RD, not mean and sigma.
+    glicko: bool = False
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -115,6 +118,8 @@ class Trajectory:
             "upper": self.upper,
             "match": self.matches,
             "conservative_k": self.conservative_k,
+            "played": self.played,
+            "glicko": self.glicko,
         }
 
 
@@ -127,14 +132,17 @@ def trajectory(*, session: Session, ladder: Ladder, player_id: str) -> Trajector
     mus: list[float] = []
     sigmas: list[float] = []
     flags: list[int] = []
+    played: list[str] = []
     if rows:
         mus.append(rows[0].mu_before)
         sigmas.append(rows[0].sigma_before or 0.0)
         flags.append(0)
+        played.append(_day_and_time(rows[0].played_at))
     for row in rows:
         mus.append(row.mu_after)
         sigmas.append(row.sigma_after or 0.0)
         flags.append(0 if row.match_seq is None else 1)
+        played.append(_day_and_time(row.played_at))
     k = config.conservative_k if config.bayesian else None
     return Trajectory(
         mu=[round(mu, DIGITS) for mu in mus],
@@ -150,7 +158,13 @@ def trajectory(*, session: Session, ladder: Ladder, player_id: str) -> Trajector
         else None,
         matches=flags,
         conservative_k=k,
+        played=played,
+        glicko=ladder.algorithm == "glicko2",
     )
+
+
+def _day_and_time(moment: datetime) -> str:
+    return utc(moment).strftime("%Y-%m-%d %H:%M")
 
 
 # -- a player's matches ------------------------------------------------------------------------

@@ -88,6 +88,10 @@ def test_the_pages_show_the_ladders_the_board_a_player_and_the_health(
     assert trajectory["mu"][-1] == pytest.approx(history[0]["after"]["mu"], abs=1e-4)
     assert trajectory["conservative"][0] == pytest.approx(0.0, abs=1e-4)  # the prior
     assert trajectory["upper"][0] - trajectory["lower"][0] == pytest.approx(2 * 25 / 3, abs=1e-3)
+    # When each point was played: the x axis's labels (the newest entry is the last point).
+    assert len(trajectory["played"]) == len(trajectory["mu"])
+    assert trajectory["played"][-1] == history[0]["played_at"][:16].replace("T", " ")
+    assert trajectory["glicko"] is False
     elo = client.get("/console/ladders/races")
     assert "No player has played yet" in _html(elo)
     answer = client.post(
@@ -105,6 +109,25 @@ def test_the_pages_show_the_ladders_the_board_a_player_and_the_health(
     assert f"Log loss {accuracy['log_loss']:.3f}" in health
     assert "The newest 17 matches" in health
     assert "0.9 to 1.0" in health  # the draws by quality
+
+
+def test_glicko2_pages_say_rating_deviation_and_volatility(client: TestClient) -> None:
+    created = client.post(
+        "/v1/ladders",
+        json={"id": "g2", "algorithm": "glicko2", "params": {"tau": 0.5, "rating": 1500.0}},
+    )
+    assert created.status_code == 201, created.text
+    client.post("/v1/ladders/g2/matches", json={"teams": [["a"], ["b"]]})
+    client.patch("/v1/ladders/g2?rebuild=true", json={"params": {"tau": 25 / 6}})
+    board = _text(_html(client.get("/console/ladders/g2")))
+    assert "Deviation (RD)" in board and "Volatility (\u03c3)" in board
+    assert "Uncertainty" not in board and "(mean)" not in board
+    # Parameters as set, without a float's noise.
+    assert "tau 4.16667" in board and "4.166666666666667" not in board
+    player = _text(_html(client.get("/console/ladders/g2/players/a")))
+    volatility = client.get("/v1/ladders/g2/players/a").json()["volatility"]
+    assert f"Volatility (\u03c3) {volatility:,.4f}" in player
+    assert client.get("/console/ladders/g2/players/a/trajectory.json").json()["glicko"] is True
 
 
 def test_the_leaderboard_pages_with_the_cursor_and_finds_a_player(client: TestClient) -> None:

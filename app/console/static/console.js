@@ -29,19 +29,26 @@
 
   var KINDS = {
     trajectory: function (d) {
-      var series = [{ label: "Change" }];
+      // The x axis counts the changes (a match reported late keeps its place), labelled
+      // with the day each was played; off the chart the legend is blank, not "--".
+      var played = d.played || [];
+      var at = function (i) { return played[Math.round(i)] || ""; };
+      var shown = function (u, v, s, idx) { return idx == null || v == null ? "" : v.toFixed(2); };
+      var mean = d.glicko ? "rating" : "mean";
+      var spread = d.glicko ? "RD" : "σ";
+      var series = [{ label: "Played", value: function (u, v, s, idx) { return idx == null ? "" : at(idx); } }];
       var data = [d.x];
       var bands;
       if (d.upper && d.lower) {
-        series.push({ label: "mean + σ", stroke: COLORS.band, width: 1 });
-        series.push({ label: "mean − σ", stroke: COLORS.band, width: 1 });
+        series.push({ label: mean + " + " + spread, stroke: COLORS.band, width: 1, value: shown });
+        series.push({ label: mean + " − " + spread, stroke: COLORS.band, width: 1, value: shown });
         data.push(d.upper, d.lower);
         bands = [{ series: [1, 2], fill: COLORS.band }];
       }
-      series.push({ label: "Mean", stroke: COLORS.mu, width: 2 });
+      series.push({ label: d.glicko ? "Rating" : "Mean", stroke: COLORS.mu, width: 2, value: shown });
       data.push(d.mu);
       if (d.conservative_k !== null) {
-        series.push({ label: "Conservative", stroke: COLORS.conservative, width: 1.5 });
+        series.push({ label: "Conservative", stroke: COLORS.conservative, width: 1.5, value: shown });
         data.push(d.conservative);
       }
       return {
@@ -49,7 +56,13 @@
           series: series,
           bands: bands,
           scales: { x: { time: false } },
-          axes: [axis("rating change, first to last", { incrs: WHOLE }), axis("rating")],
+          axes: [
+            axis("played", {
+              incrs: WHOLE,
+              values: function (u, ticks) { return ticks.map(function (i) { return at(i).slice(0, 10); }); },
+            }),
+            axis("rating"),
+          ],
         },
         data: data,
       };

@@ -172,11 +172,12 @@ class TrajectoryRow(NamedTuple):
     sigma_before: float | None
     mu_after: float
     sigma_after: float | None
+    played_at: datetime
 
 
 def trajectory(*, session: Session, ladder_id: str, player_id: str) -> list[TrajectoryRow]:
     """Every rating change of the player, oldest first: one range of
-    ``ix_rating_history_player`` and five columns a row, no join (the console draws the
+    ``ix_rating_history_player`` and six columns a row, no join (the console draws the
     whole of it, up to tens of thousands of points)."""
     query = (
         select(
@@ -185,6 +186,7 @@ def trajectory(*, session: Session, ladder_id: str, player_id: str) -> list[Traj
             RatingHistory.sigma_before,
             RatingHistory.mu_after,
             RatingHistory.sigma_after,
+            RatingHistory.played_at,
         )
         .where(RatingHistory.ladder_id == ladder_id, RatingHistory.player_id == player_id)
         .order_by(RatingHistory.id)
