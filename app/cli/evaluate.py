@@ -78,8 +78,22 @@ def _parse_params(text: str | None) -> dict[str, dict[str, Any]]:
     return value
 
 
+#: Short names of the algorithms in the table's headers (a legend under it names them).
+HEADER_NAMES = {
+    "trueskill": "TS",
+    "plackett_luce": "PL",
+    "bradley_terry_full": "BT-f",
+    "bradley_terry_part": "BT-p",
+    "thurstone_mosteller_full": "TM-f",
+    "thurstone_mosteller_part": "TM-p",
+    "elo": "Elo",
+    "glicko2": "G2",
+}
+
+
 def _table(rows: list[dict[str, Any]], markdown: bool) -> str:
     names = list(dict.fromkeys(row["algorithm"] for row in rows))
+    short = {n: HEADER_NAMES.get(n, n) for n in names}
     header = [
         "file",
         "algorithm",
@@ -87,9 +101,13 @@ def _table(rows: list[dict[str, Any]], markdown: bool) -> str:
         "error",
         "log loss",
         "brier",
-        *[f"on {n}'s tightest" for n in names],
+        *[f"@{short[n]}" for n in names],
         "seconds",
     ]
+    legend = (
+        "@X: the error on the matches X found tightest (its most even predictions), "
+        "where " + ", ".join(f"{short[n]} = {n}" for n in names if short[n] != n)
+    ).removesuffix(", where ")
     body: list[list[str]] = []
     for row in rows:
         challenged = dict(row["challenged"])
@@ -109,12 +127,13 @@ def _table(rows: list[dict[str, Any]], markdown: bool) -> str:
     if markdown:
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(cells) + " |" for cells in body]
-        return "\n".join(lines)
+        return "\n".join([*lines, "", legend])
     widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
-    return "\n".join(
+    table = [
         "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
         for r in [header, *body]
-    )
+    ]
+    return "\n".join([*table, legend])
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -349,26 +368,39 @@ def print_auto(source: str, found: AutoResult, seconds: float, *, start: str = "
         f"{found.train_matches} matches, {full} of them fully ({replays} replays, "
         f"{seconds:.1f} s)"
     )
-    print(f"  {'candidate':26} {'stage':5} {'train pair ll':>13} {'fitted':>8}  parameters")
+    wide = max(len("candidate"), *(len(c.name) for c in found.candidates))
+    print(f"  {'candidate':{wide}} {'stage':7} {'train pair ll':>13} {'fitted':>9}  parameters")
     for c in found.candidates:
         shown = ", ".join(
             f"{k}={c.params[k]:.4g}" for k in c.params if c.params[k] != c.start_params.get(k)
         )
         print(
-            f"  {c.name:26} {c.stage:5} {_number(c.train_loss_start, 5):>13} "
-            f"{_number(c.train_loss, 5):>8}  {shown or '(' + start + 's)'}"
+            f"  {c.name:{wide}} {c.stage:7} {_number(c.train_loss_start, 5):>13} "
+            f"{_number(c.train_loss, 5):>9}  {shown or '(' + start + 's)'}"
         )
     print(f"  chosen: {found.chosen} (the lowest training loss)")
     print(f"  on the later {found.test_matches} matches:")
-    print(f"    {'':34} {'error':>8} {'log loss':>9} {'pair ll':>8} {'brier':>7}")
-    for label, row in found.test.items():
-        if label == "best_default" and row["name"] == found.chosen:
-            continue  # the chosen algorithm's defaults, shown above
-        name = f"{row['name']} {label.replace('_', ' ')}"
+    rows = [
+        (f"{row['name']} {label.replace('_', ' ')}", row)
+        for label, row in found.test.items()
+        if not (label == "best_default" and row["name"] == found.chosen)  # shown above
+    ]
+    named = max(len(name) for name, _ in rows)
+    print(f"    {'':{named}} {'error':>8} {'log loss':>9} {'pair ll':>8} {'brier':>7}")
+    for name, row in rows:
         print(
-            f"    {name:34} {_percent(row['prediction_error']):>8} "
+            f"    {name:{named}} {_percent(row['prediction_error']):>8} "
             f"{_number(row['log_loss']):>9} {_number(row['pair_log_loss']):>8} "
             f"{_number(row['brier']):>7}"
+        )
+    fitted = found.test["fitted"]["prediction_error"]
+    better = [name for name, row in rows if row["prediction_error"] < fitted]
+    if better:
+        print(
+            f"  {', '.join(better)} erred less on the later part, but the choice is made on "
+            "the earlier part alone (the training loss), as it would be before the later "
+            "matches were played: choosing by the later part would make its figures "
+            "flatter the choice."
         )
     for b in found.result.on_bound:
         edge = "its documented limit" if b.limit else "the widest searched range"

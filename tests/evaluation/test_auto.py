@@ -259,6 +259,12 @@ def test_the_auto_command_reports_every_candidate_and_the_choice(
     assert sum(line.startswith(f"  {name} ") for name in ALGORITHMS for line in text) >= len(
         ALGORITHMS
     )
+    # Every candidate's stage starts under the header's, whatever the longest name.
+    header = next(line for line in text if line.startswith("  candidate"))
+    column = header.index("stage")
+    rows = [line for line in text if line.split()[0] in ALGORITHMS and line.startswith("  ")]
+    assert len(rows) >= len(ALGORITHMS)
+    assert all(row[column - 1] == " " and row[column] != " " for row in rows)
 
     # Presets may be candidates; their ladder algorithm is Elo's.
     args = ["fit", path, "--algorithm", "auto", "--candidates", "elo-paper", "--format", "json"]

@@ -91,8 +91,11 @@ def test_evaluate_tables(
     assert main(["evaluate", str(path), "--algorithms", "elo,plackett_luce", "--format", fmt]) == 0
     captured = capsys.readouterr()
     lines = captured.out.strip().splitlines()
-    assert len(lines) == (4 if fmt == "markdown" else 3)
-    assert "plackett_luce" in lines[-1] and "%" in lines[-1]
+    # The table (Markdown: with its rule), then a legend of the short names in its headers.
+    assert len(lines) == (6 if fmt == "markdown" else 4)
+    last_row = lines[-3] if fmt == "markdown" else lines[-2]
+    assert "plackett_luce" in last_row and "%" in last_row
+    assert lines[-1].startswith("@X: ") and "PL = plackett_luce" in lines[-1]
     assert "40 matches" in captured.err
 
 
@@ -297,8 +300,9 @@ def test_evaluate_and_fit_the_other_weng_lin_models(
     )
     assert main(["evaluate", str(path), "--algorithms", names]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == 5  # the header, one row per model
-    for name, line in zip(names.split(","), lines[1:], strict=True):
+    assert len(lines) == 6  # the header, one row per model, the legend
+    assert max(len(line) for line in lines[:-1]) < 120  # short headers: no wide table
+    for name, line in zip(names.split(","), lines[1:-1], strict=True):
         assert name in line and "%" in line
     assert (
         main(
