@@ -167,6 +167,9 @@ class Settings(BaseSettings):
     webhook_poll_s: float = Field(default=0.5, ge=0.01, le=3600)
     #: Receivers a worker sends to at once, each from a thread of its own.
     webhook_threads: int = Field(default=8, ge=1, le=256)
+    #: How long the feed keeps an event, in seconds (30 days; 0: for ever). Each worker's
+    #: event chores delete older ones, oldest first, a ladder at a time.
+    event_retention_s: float = Field(default=30 * 86_400.0, ge=0, le=10 * 365 * 86_400)
     #: How long ``/readyz`` waits for the database before answering 503, in seconds.
     readiness_timeout_s: float = Field(default=2.0, gt=0, le=60)
     #: uvicorn's log level: critical, error, warning, info, debug or trace.

@@ -33,7 +33,7 @@ from app.domain.cursors import decode_cursor, encode_cursor
 from app.domain.results import rfc3339
 from app.errors import InvalidInput
 from app.services.periodic import Periodic
-from app.storage import outbox
+from app.storage import outbox, versions
 from app.storage.models import Ladder
 from app.storage.repositories import events as event_repo
 from app.storage.unit_of_work import Transact
@@ -140,19 +140,43 @@ def expire_erasure_notices(*, session: Session, now: datetime) -> int:
         data["player_id"] = None
         expired.append((row.ladder_id, row.seq, jsontext.compact(data)))
     event_repo.expire_notices(session=session, rows=expired)
+    for ladder_id in {ladder_id for ladder_id, _, _ in expired}:
+        versions.touch(session, ladder_id)
     return len(expired)
 
 
-#: How often each worker looks for erasure notices to expire, in seconds.
+#: Events deleted per ladder and transaction by :func:`delete_old_events`.
+DELETE_STEP = 5_000
+
+
+def delete_old_events(*, session: Session, now: datetime) -> int:
+    """Delete events older than ``RATINGS_EVENT_RETENTION_S`` (at most
+    :data:`DELETE_STEP` a ladder); how many."""
+    retention = get_settings().event_retention_s
+    if not retention:
+        return 0
+    cutoff = now - timedelta(seconds=retention)
+    deleted = event_repo.delete_before(session=session, cutoff=cutoff, limit=DELETE_STEP)
+    for ladder_id in deleted:
+        versions.touch(session, ladder_id)  # the feed's pages change: so do their validators
+    return sum(deleted.values())
+
+
+#: How often each worker runs its event chores, in seconds.
 CHORES_INTERVAL_S = 600.0
 
 
+def run_event_chores(transact: Transact, now: datetime) -> None:
+    """Expire the erasure notices due, then delete the events past their retention, a step
+    of each ladder's a transaction, until none is left."""
+    transact(lambda session: expire_erasure_notices(session=session, now=now))
+    while transact(lambda session: delete_old_events(session=session, now=now)):
+        pass
+
+
 def event_chores(transact: Transact) -> Periodic:
-    """The worker's thread that expires erasure notices every :data:`CHORES_INTERVAL_S`."""
+    """The worker's thread that runs :func:`run_event_chores` every
+    :data:`CHORES_INTERVAL_S`."""
     return Periodic(
-        "event-chores",
-        CHORES_INTERVAL_S,
-        lambda: transact(
-            lambda session: expire_erasure_notices(session=session, now=datetime.now(UTC))
-        ),
+        "event-chores", CHORES_INTERVAL_S, lambda: run_event_chores(transact, datetime.now(UTC))
     )

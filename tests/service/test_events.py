@@ -4,11 +4,18 @@ renames the player in the events about their matches."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import update
 
+from app.config import get_settings
+from app.services import events
+from app.storage import unit_of_work
+from app.storage.engine import get_engine, session_factory
+from app.storage.models import Event
 from tests.service.helpers import assert_problem, create_ladder, post_match, table_counts
 
 
@@ -158,3 +165,26 @@ def test_an_erasure_renames_the_player_in_earlier_events(client: TestClient) -> 
     # The erasure's own event names the id, for the systems that mirrored it to erase it.
     assert events[2]["data"] == erased.json()
     assert events[2]["data"]["player_id"] == "gone"
+
+
+def test_events_past_their_retention_are_deleted_oldest_first(
+    client: TestClient, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    create_ladder(client, "l")
+    for n in range(4):
+        post_match(client, "l", {"match_id": f"m{n}", "teams": [["x"], [f"y{n}"]]})
+    engine = get_engine(database_url)
+    month_ago = datetime.now(UTC) - timedelta(days=31)
+    with engine.begin() as connection:
+        connection.execute(update(Event).where(Event.seq <= 2).values(created_at=month_ago))
+    transact = unit_of_work.transactor(session_factory(engine))
+    # Kept for ever: no retention.
+    monkeypatch.setenv("RATINGS_EVENT_RETENTION_S", "0")
+    get_settings.cache_clear()
+    events.run_event_chores(transact, datetime.now(UTC))
+    assert len(_events(client, "l")) == 4
+    # The default, 30 days: the two older ones go; the feed goes on from the others.
+    monkeypatch.delenv("RATINGS_EVENT_RETENTION_S")
+    get_settings.cache_clear()
+    events.run_event_chores(transact, datetime.now(UTC))
+    assert [e["data"]["match_id"] for e in _events(client, "l")] == ["m2", "m3"]

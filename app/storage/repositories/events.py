@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import NamedTuple
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
-from app.storage.models import Event
+from app.domain.times import utc
+from app.storage.models import Event, LadderEventCounter
 
 
 class EventRow(NamedTuple):
@@ -55,3 +56,24 @@ def expire_notices(*, session: Session, rows: list[tuple[str, int, str]]) -> Non
                 for ladder_id, seq, data in rows
             ],
         )
+
+
+def delete_before(*, session: Session, cutoff: datetime, limit: int) -> dict[str, int]:
+    """Delete up to ``limit`` of each ladder's oldest events written before ``cutoff``,
+    read along the primary key (a ladder's events are numbered in commit order, so its
+    oldest come first); how many, by ladder."""
+    deleted: dict[str, int] = {}
+    for (ladder_id,) in session.execute(select(LadderEventCounter.ladder_id)).all():
+        oldest = session.execute(
+            select(Event.seq, Event.created_at)
+            .where(Event.ladder_id == ladder_id)
+            .order_by(Event.seq)
+            .limit(limit)
+        ).all()
+        old = [seq for seq, created_at in oldest if utc(created_at) < cutoff]
+        if old:
+            session.execute(
+                delete(Event).where(Event.ladder_id == ladder_id, Event.seq <= max(old))
+            )
+            deleted[ladder_id] = len(old)
+    return deleted
