@@ -352,6 +352,25 @@ def _settle(session: Session, *, hook_id: str, owner: str, ladder_id: str, sent:
     return True
 
 
+#: How often a worker deletes the deliveries of the receivers it holds that are past the
+#: events' retention.
+PRUNE_EVERY = timedelta(minutes=10)
+
+
+def prune_deliveries(*, transact: Transact, hooks: list[HookRow], now: datetime) -> int:
+    """Delete the receivers' deliveries (not those being retried) last attempted longer
+    ago than the events' retention (``RATINGS_EVENT_RETENTION_S``; 0 keeps them); how
+    many."""
+    retention = get_settings().event_retention_s
+    if not retention:
+        return 0
+    cutoff = now - timedelta(seconds=retention)
+    return sum(
+        transact(partial(hook_repo.delete_deliveries_before, hook_id=hook.id, cutoff=cutoff))
+        for hook in hooks
+    )
+
+
 class Dispatcher:
     """A worker's deliveries: every ``RATINGS_WEBHOOK_POLL_S`` it leases the receivers no
     live worker holds (renewing its own) and sends each one's events from a thread of its
@@ -367,6 +386,7 @@ class Dispatcher:
         self._busy: set[str] = set()
         self._lock = threading.Lock()
         self.clock = Periodic("webhook-dispatcher", settings.webhook_poll_s, self.tick)
+        self._pruned_at: datetime | None = None
 
     def start(self) -> None:
         self.clock.start()
@@ -390,6 +410,9 @@ class Dispatcher:
                     continue
                 self._busy.add(hook.id)
             self._pool.submit(self._run, hook)
+        if self._pruned_at is None or now - self._pruned_at >= PRUNE_EVERY:
+            self._pruned_at = now
+            prune_deliveries(transact=self.transact, hooks=hooks, now=now)
 
     def _run(self, hook: HookRow) -> None:
         try:

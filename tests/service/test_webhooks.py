@@ -15,10 +15,12 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import update
 
 from app.services import webhooks
 from app.storage import unit_of_work
 from app.storage.engine import get_engine, session_factory
+from app.storage.models import WebhookDelivery
 from app.storage.repositories import webhooks as hook_repo
 from tests.service.helpers import assert_problem, create_ladder, post_match, table_counts
 from tests.service.receiver import Receiver, receiver
@@ -276,3 +278,25 @@ def make_write_key(database_url: str) -> str:
     finally:
         session.close()
     return key
+
+
+def test_old_deliveries_are_pruned_with_the_events_retention(
+    hooks: TestClient, database_url: str, target: Receiver
+) -> None:
+    create_ladder(hooks, "a")
+    hook = _register(hooks, target.url)
+    post_match(hooks, "a", {"match_id": "old", "teams": [["x"], ["y"]]})
+    assert _deliver(database_url) == 1
+    target.status = 503
+    post_match(hooks, "a", {"match_id": "held", "teams": [["x"], ["y"]]})
+    _deliver(database_url)
+    engine = get_engine(database_url)
+    with engine.begin() as connection:
+        connection.execute(
+            update(WebhookDelivery).values(last_attempt_at=datetime.now(UTC) - timedelta(days=31))
+        )
+    transact = unit_of_work.transactor(session_factory(engine))
+    rows = transact(lambda session: hook_repo.every_hook(session=session))
+    assert webhooks.prune_deliveries(transact=transact, hooks=rows, now=datetime.now(UTC)) == 1
+    # The one being retried stays: it holds the receiver's place in the ladder.
+    assert [d["status"] for d in _deliveries(hooks, hook["id"])] == ["retrying"]

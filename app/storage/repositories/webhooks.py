@@ -226,3 +226,16 @@ def deliveries(
         WebhookDelivery.event_seq.desc(),
     ).limit(limit)
     return [DeliveryRow._make(row) for row in session.execute(query)]
+
+
+def delete_deliveries_before(session: Session, *, hook_id: str, cutoff: datetime) -> int:
+    """Delete the receiver's deliveries last attempted before ``cutoff``, but those being
+    retried (they hold its cursor); how many."""
+    deleted = session.execute(
+        delete(WebhookDelivery).where(
+            WebhookDelivery.webhook_id == hook_id,
+            WebhookDelivery.last_attempt_at < cutoff,
+            WebhookDelivery.status != "retrying",
+        )
+    )
+    return int(getattr(deleted, "rowcount", 0) or 0)
