@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
@@ -146,25 +146,12 @@ def revoke_key(session: Session, *, name_or_prefix: str, by_prefix: bool = False
 
 def created_document(new: NewKey) -> KeyCreated:
     """What ``POST /v1/keys`` answers: the key, this once."""
-    return KeyCreated(
-        name=new.name,
-        scope=new.scope,
-        prefix=new.prefix,
-        key=new.key,
-        created_at=new.created_at,
-    )
+    return KeyCreated.model_validate(asdict(new))
 
 
 def key_document(info: KeyInfo) -> KeyOut:
     """A key as the API lists it."""
-    return KeyOut(
-        name=info.name,
-        scope=info.scope,
-        prefix=info.prefix,
-        created_at=info.created_at,
-        last_used_at=info.last_used_at,
-        revoked_at=info.revoked_at,
-    )
+    return KeyOut.model_validate(asdict(info))
 
 
 def key_list(session: Session) -> KeyList:

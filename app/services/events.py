@@ -38,15 +38,6 @@ from app.storage.models import Ladder
 from app.storage.repositories import events as event_repo
 from app.storage.unit_of_work import Transact
 
-#: Every type of event, as the feed and webhooks name them.
-TYPES = (
-    "match.recorded",
-    "match.voided",
-    "ladder.rebuilt",
-    "season.started",
-    "player.erased",
-)
-
 
 def match_recorded(
     session: Session, *, ladder_id: str, document: str, seq: int, now: datetime

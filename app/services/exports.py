@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from app.domain import jsontext
 from app.domain.documents.matches import MatchCreate
+from app.domain.results import rfc3339
 from app.domain.times import utc
 from app.services.ladders import get_ladder
 from app.storage.repositories import ratings as rating_repo
@@ -79,9 +80,7 @@ def rating_lines(session: Session, ladder_id: str) -> Iterator[bytes]:
             line["conservative"] = row.conservative
             line["matches"] = row.matches
             line["last_played_at"] = (
-                utc(row.last_played_at).isoformat().replace("+00:00", "Z")
-                if row.last_played_at is not None
-                else None
+                rfc3339(row.last_played_at) if row.last_played_at is not None else None
             )
             chunk.append(jsontext.compact(line))
         yield ("\n".join(chunk) + "\n").encode()

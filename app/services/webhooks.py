@@ -56,7 +56,8 @@ from app.errors import InvalidInput, NotFound
 from app.services.events import event_document
 from app.services.periodic import Periodic
 from app.storage.repositories import webhooks as hook_repo
-from app.storage.repositories.webhooks import HookRow, Pending
+from app.storage.repositories.events import EventRow
+from app.storage.repositories.webhooks import HookRow
 from app.storage.unit_of_work import Transact
 
 #: Events read per receiver and ladder at a time.
@@ -175,39 +176,33 @@ def http_sender(timeout_s: float) -> Send:
     opened again once."""
     connections = _Connections()
 
-    def connection(url: SplitResult) -> http.client.HTTPConnection:
-        key = (url.scheme, url.hostname or "", url.port)
-        found = connections.open.get(key)
-        if found is None:
-            kind = (
-                http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
-            )
-            found = connections.open[key] = kind(key[1], url.port, timeout=timeout_s)
-        return found
-
     def post(url: SplitResult, body: bytes, headers: dict[str, str]) -> int:
-        target = url.path or "/"
-        if url.query:
-            target += "?" + url.query
+        key = (url.scheme, url.hostname or "", url.port)
+        target = (url.path or "/") + (f"?{url.query}" if url.query else "")
         for attempt in (1, 2):
-            link = connection(url)
+            link = connections.open.get(key)
+            if link is None:
+                kind = (
+                    http.client.HTTPSConnection if key[0] == "https" else http.client.HTTPConnection
+                )
+                link = connections.open[key] = kind(key[1], key[2], timeout=timeout_s)
             try:
                 link.request("POST", target, body=body, headers=headers)
                 response = link.getresponse()
                 response.read()
-                if response.will_close:
-                    link.close()
-                    connections.open.pop((url.scheme, url.hostname or "", url.port), None)
-                return response.status
-            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+            except BaseException as exc:
                 link.close()
-                connections.open.pop((url.scheme, url.hostname or "", url.port), None)
-                if attempt == 2:
-                    raise
-            except BaseException:
-                link.close()
-                connections.open.pop((url.scheme, url.hostname or "", url.port), None)
+                del connections.open[key]
+                stale = isinstance(
+                    exc, http.client.RemoteDisconnected | BrokenPipeError | ConnectionResetError
+                )
+                if stale and attempt == 1:
+                    continue  # a kept-alive connection the receiver had closed: once more
                 raise
+            if response.will_close:
+                link.close()
+                del connections.open[key]
+            return response.status
         raise AssertionError("unreachable")
 
     def send(hook: HookRow, event_id: str, body: bytes) -> str | None:
@@ -276,10 +271,10 @@ def deliver(
 
 def _due(
     session: Session, *, hook: HookRow
-) -> tuple[dict[str, list[Pending]], dict[str, hook_repo.DeliveryRow]]:
+) -> tuple[dict[str, list[EventRow]], dict[str, hook_repo.DeliveryRow]]:
     """The receiver's events after its cursors, by ladder, and its deliveries being
     retried, by ladder."""
-    events: dict[str, list[Pending]] = {}
+    events: dict[str, list[EventRow]] = {}
     for event in hook_repo.pending(session=session, hook=hook, limit=BATCH):
         events.setdefault(event.ladder_id, []).append(event)
     return events, hook_repo.retrying(session=session, hook_id=hook.id)
@@ -297,7 +292,7 @@ class Sent:
 
 def _send_in_order(
     hook: HookRow,
-    events: list[Pending],
+    events: list[EventRow],
     held: hook_repo.DeliveryRow | None,
     send: Send,
     clock: Callable[[], datetime],

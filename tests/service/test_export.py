@@ -15,10 +15,9 @@ from fastapi.testclient import TestClient
 from app.cli.main import main
 from app.domain.documents.matches import MatchCreate
 from app.rating.registry import ALGORITHMS
-from app.services import auth
-from app.storage.engine import get_engine, session_factory
 from tests.service.helpers import assert_problem, create_ladder
 from tests.service.oracle import random_matches
+from tests.service.test_access import _key
 
 #: An advantage on each algorithm's own scale.
 ADVANTAGE = {"elo": 80.0, "glicko2": 60.0}
@@ -140,15 +139,10 @@ def test_an_export_asked_for_as_bytes_is_labelled_so(client: TestClient) -> None
 
 def test_exports_are_for_admins(client: TestClient, database_url: str) -> None:
     create_ladder(client, "x")
-    session = session_factory(get_engine(database_url))()
-    try:
-        reader = auth.create_key(session, name="reader", scope="write").key
-        session.commit()
-    finally:
-        session.close()
+    writer = _key(database_url, "write")
     for what in ("matches", "ratings"):
         path = f"/v1/ladders/x/export/{what}"
-        assert_problem(client.get(path, headers={"Authorization": f"Bearer {reader}"}), 403)
+        assert_problem(client.get(path, headers=writer), 403)
         assert_problem(client.get(path, headers={"Authorization": ""}), 401)
         assert_problem(client.get(f"/v1/ladders/nope/export/{what}"), 404, "nope")
     assert _lines(client, "/v1/ladders/x/export/matches") == []

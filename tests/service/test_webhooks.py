@@ -24,6 +24,7 @@ from app.storage.models import WebhookDelivery
 from app.storage.repositories import webhooks as hook_repo
 from tests.service.helpers import assert_problem, create_ladder, post_match, table_counts
 from tests.service.receiver import Receiver, receiver
+from tests.service.test_access import _key
 
 OWNER = "test-worker"
 
@@ -243,7 +244,7 @@ def test_a_bad_registration_names_its_field_and_changes_nothing(
 
 
 def test_receivers_are_listed_without_secrets_and_deleted(
-    hooks: TestClient, database_url: str, target: Receiver, make_write_key: str
+    hooks: TestClient, database_url: str, target: Receiver
 ) -> None:
     create_ladder(hooks, "a")
     hook = _register(hooks, target.url)
@@ -261,23 +262,10 @@ def test_receivers_are_listed_without_secrets_and_deleted(
     post_match(hooks, "a", {"teams": [["x"], ["y"]]})
     assert _deliver(database_url) == 0
     assert table_counts(database_url)["webhook_deliveries"] == 0
-    writer = {"Authorization": f"Bearer {make_write_key}"}
+    writer = _key(database_url, "write")
     valid = {"url": target.url, "events": ["match.recorded"]}
     for method, path in (("GET", "/v1/webhooks"), ("POST", "/v1/webhooks")):
         assert_problem(hooks.request(method, path, headers=writer, json=valid), 403)
-
-
-@pytest.fixture
-def make_write_key(database_url: str) -> str:
-    from app.services import auth
-
-    session = session_factory(get_engine(database_url))()
-    try:
-        key = auth.create_key(session, name="writer", scope="write").key
-        session.commit()
-    finally:
-        session.close()
-    return key
 
 
 def test_old_deliveries_are_pruned_with_the_events_retention(

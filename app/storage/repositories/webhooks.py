@@ -13,12 +13,13 @@ from sqlalchemy import delete, insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from app.storage.models import (
-    Event,
     LadderEventCounter,
     Webhook,
     WebhookCursor,
     WebhookDelivery,
 )
+from app.storage.repositories import events as event_repo
+from app.storage.repositories.events import EventRow
 
 
 class HookRow(NamedTuple):
@@ -96,39 +97,26 @@ def holds(*, session: Session, hook_id: str, owner: str) -> bool:
     return found is not None
 
 
-class Pending(NamedTuple):
-    """An event a webhook is not done with."""
-
-    ladder_id: str
-    seq: int
-    id: str
-    type: str
-    created_at: datetime
-    data: str
-
-
-def pending(*, session: Session, hook: HookRow, limit: int) -> list[Pending]:
+def pending(*, session: Session, hook: HookRow, limit: int) -> list[EventRow]:
     """The first ``limit`` events of each ladder of ``hook`` after its cursor there (a
-    ladder it has no cursor in: from its first event), by ladder and number."""
-    ladders = select(LadderEventCounter.ladder_id, LadderEventCounter.seq)
+    ladder it has no cursor in: from its first event), by ladder and number. The ladders
+    with events it is not done with are found in one statement (each ladder's newest
+    number beside the receiver's cursor), then their events read."""
+    behind = select(LadderEventCounter.ladder_id, WebhookCursor.after_seq).outerjoin(
+        WebhookCursor,
+        (WebhookCursor.ladder_id == LadderEventCounter.ladder_id)
+        & (WebhookCursor.webhook_id == hook.id),
+    )
+    behind = behind.where(
+        WebhookCursor.after_seq.is_(None) | (WebhookCursor.after_seq < LadderEventCounter.seq)
+    )
     if hook.ladders is not None:
-        ladders = ladders.where(LadderEventCounter.ladder_id.in_(hook.ladders))
-    out: list[Pending] = []
-    for ladder_id, last in session.execute(ladders).all():
-        after = session.scalar(
-            select(WebhookCursor.after_seq).where(
-                WebhookCursor.webhook_id == hook.id, WebhookCursor.ladder_id == ladder_id
-            )
+        behind = behind.where(LadderEventCounter.ladder_id.in_(hook.ladders))
+    out: list[EventRow] = []
+    for ladder_id, after in session.execute(behind.order_by(LadderEventCounter.ladder_id)).all():
+        out += event_repo.page(
+            session=session, ladder_id=ladder_id, after_seq=after or 0, limit=limit
         )
-        if after is not None and after >= last:
-            continue
-        query = (
-            select(Event.ladder_id, Event.seq, Event.id, Event.type, Event.created_at, Event.data)
-            .where(Event.ladder_id == ladder_id, Event.seq > (after or 0))
-            .order_by(Event.seq)
-            .limit(limit)
-        )
-        out += [Pending(*row) for row in session.execute(query)]
     return out
 
 
