@@ -182,9 +182,10 @@ probabilities were stored are not scored until the ladder is rebuilt.
 _EVENTS = """\
 Every change a consumer acts on, written in the same transaction as the change (a
 rolled-back change has none): `match.recorded`, `match.voided`, `ladder.rebuilt`,
-`season.started`, `player.erased`. Oldest first; pass `next_cursor` as `after` for the
-next page, and poll with it: it never skips an event, whatever commits meanwhile (a
-ladder's events are numbered in the order their transactions commit).
+`season.started`, `player.erased`, `player.tier_changed` (tiers by threshold). Oldest
+first; pass `next_cursor` as `after` for the next page, and poll with it: it never skips
+an event, whatever commits meanwhile (a ladder's events are numbered in the order their
+transactions commit).
 """
 _GET_FORM = """\
 The answer of `POST /v1/ladders/{{ladder}}/{name}` for the body whose fields are the

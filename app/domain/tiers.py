@@ -45,6 +45,15 @@ def tier_of(tiers: TierList | None, conservative: float) -> str | None:
     return None
 
 
+def standing_tier(
+    tiers: TierList | None, placement: int, conservative: float, season_matches: int
+) -> str | None:
+    """The threshold tier of a rating on a ladder of ``placement`` placement matches, its
+    player having played ``season_matches`` counted matches in the season (a provisional
+    player is in no tier)."""
+    return None if season_matches < placement else tier_of(tiers, conservative)
+
+
 def rank_limits(tiers: TierList, ranked: int) -> list[int]:
     """For tiers by percentile and ``ranked`` ranked players: the last rank each tier (or
     one above it) holds, ``floor(ranked (100 - p) / 100)``."""

@@ -32,6 +32,8 @@ from app.services.recording import (
     rating_table,
     rows_of,
     stored_answer,
+    tier_watches,
+    watched_tiers,
     write_rated,
 )
 from app.storage.models import Ladder
@@ -78,6 +80,7 @@ def record_matches(
         recorded=found.recorded,
         aged_at=found.aged_at,
         opening_from=found.opening_from,
+        watch=watched_tiers(ladder_id, found),
     )
     results: list[tuple[str, bool] | None] = [None] * len(bodies)
     _answer_recorded(entry, results, label)
@@ -148,7 +151,7 @@ def _apply(
         label=lambda n: label(fresh[n].index),
     )
     batch = RatedLadder(entry.ladder, entry.config, states, table, fresh, planned, rated)
-    return write_rated(session, [batch], lambda _: now, now)
+    return write_rated(session, [batch], lambda _: now, now, tier_watches([entry]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,12 +243,13 @@ def record_ahead(*, session: Session, ahead: Ahead) -> list[tuple[str, bool]] | 
     # A season opening under way resets the players it has not reached first: then the
     # states differ from those the batch was rated from, and it is rated again.
     entry.opening_from = found.opening_from
+    entry.watch = watched_tiers(ahead.ladder_id, found)
     states = lock_group_players(session, {ahead.ladder_id: entry}, ahead.now)[ahead.ladder_id]
     if len(states) != len(ahead.expected) or not all(
         _same(a, b) for a, b in zip(states, ahead.expected, strict=True)
     ):
         return None
-    return [(text, True) for _, text in ahead.rows.write(session)]
+    return [(text, True) for _, text in ahead.rows.write(session, tier_watches([entry]))]
 
 
 def batch_ahead(

@@ -23,6 +23,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from app.domain import jsontext
 from app.domain.documents.players import ErasureResult
 from app.domain.outcomes import body_hash
 from app.domain.pseudonyms import (
@@ -109,6 +110,12 @@ def erase_player(*, session: Session, ladder: Ladder, player_id: str) -> Erasure
         ladder_id=ladder.id,
         match_seqs=seqs,
         rename=lambda document: pseudonymised_result(document, old=player_id, new=pseudonym),
+    )
+    erasure_repo.rename_player_events(
+        session=session,
+        ladder_id=ladder.id,
+        player_id=player_id,
+        rename=lambda data: jsontext.compact({**json.loads(data), "player_id": pseudonym}),
     )
     result = ErasureResult(
         ladder=ladder.id,

@@ -9,6 +9,7 @@ Each is ``{"id", "type", "ladder", "created_at", "data"}``:
   ``players_affected``);
 - ``ladder.rebuilt``: the rebuild's summary (``matches_rerated``, ``players``);
 - ``season.started``: the season opened (the season document);
+- ``player.tier_changed``: a write moved a player to another tier (:class:`TierWatch`);
 - ``player.erased``: the erasure's summary, with the erased ``player_id``: the one place
   the id stays, so that the systems that mirror the ladder's events can erase it too,
   until ``RATINGS_ERASURE_NOTICE_S`` (7 days) has passed; then it is null
@@ -21,8 +22,10 @@ them oldest first after a cursor, which never skips one (the outbox's numbering)
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
@@ -30,12 +33,16 @@ from sqlalchemy.orm import Session
 from app.config import get_settings
 from app.domain import jsontext
 from app.domain.cursors import decode_cursor, encode_cursor
+from app.domain.documents.events import TierCause, TierChange
 from app.domain.results import rfc3339
+from app.domain.tiers import by_percentile, standing_tier
 from app.errors import InvalidInput
 from app.services.periodic import Periodic
 from app.storage import outbox, versions
 from app.storage.models import Ladder
 from app.storage.repositories import events as event_repo
+from app.storage.repositories import ratings as rating_repo
+from app.storage.repositories.ratings import Standing
 from app.storage.unit_of_work import Transact
 
 
@@ -70,6 +77,100 @@ def changed(
         data=data.model_dump_json(),
         now=now,
         player_id=player_id,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class TierWatch:
+    """A ladder's tiers by threshold as a write watches them: each write that moves
+    ratings compares every moved player's tier before it and after it, by the tiers as
+    they stand in the transaction, and writes ``player.tier_changed`` for each that
+    differs. A tier is the one the leaderboard shows: by the stored conservative rating,
+    none while provisional (placement).
+
+    Tiers by percentile have no such events: their cut points move with every other
+    player's result and with the number ranked, so a player's tier changes without any
+    write of theirs. A season's opening moves every tier at once and says so with one
+    ``season.started``; a change of the ladder's ``tiers`` is the operator's own."""
+
+    ladder_id: str
+    tiers: Sequence[Mapping[str, Any]]
+    placement: int
+    season: str
+
+    def tier(self, standing: Standing | None) -> str | None:
+        if standing is None:  # not on the ladder
+            return None
+        season_matches = standing.matches - standing.season_base
+        return standing_tier(self.tiers, self.placement, standing.conservative, season_matches)
+
+    def read(self, session: Session, player_ids: Sequence[str] | None) -> dict[str, Standing]:
+        """The players' standings now (None: every player's)."""
+        return rating_repo.standings(
+            session=session, ladder_id=self.ladder_id, player_ids=player_ids
+        )
+
+    def emit_changes(
+        self,
+        session: Session,
+        *,
+        before: Mapping[str, Standing],
+        after: Mapping[str, Standing],
+        cause: TierCause,
+        now: datetime,
+        match_ids: Mapping[str, str] | None = None,
+        match_id: str | None = None,
+    ) -> int:
+        """Write ``player.tier_changed`` for each player whose tier differs from ``before``
+        to ``after`` (a player in neither stands nowhere); how many. ``match_ids``: each
+        player's last match of the write, else ``match_id`` for all."""
+        changed = 0
+        for player in sorted(before.keys() | after.keys()):
+            old, new = self.tier(before.get(player)), self.tier(after.get(player))
+            if old == new:
+                continue
+            now_at = after.get(player)
+            change = TierChange(
+                player_id=player,
+                from_tier=old,
+                to_tier=new,
+                conservative=None if now_at is None else now_at.conservative,
+                season=self.season,
+                cause=cause,
+                match_id=match_ids.get(player) if match_ids is not None else match_id,
+            )
+            outbox.emit(
+                session,
+                ladder_id=self.ladder_id,
+                type="player.tier_changed",
+                data=change.model_dump_json(by_alias=True),
+                now=now,
+                player_id=player,
+            )
+            changed += 1
+        return changed
+
+
+def tier_watch(
+    *,
+    ladder_id: str,
+    tiers: Sequence[Mapping[str, Any]] | None,
+    placement: int,
+    season: str,
+) -> TierWatch | None:
+    """The ladder's tiers to watch (None: no tiers by threshold, so no event can come)."""
+    if not tiers or by_percentile(tiers):
+        return None
+    return TierWatch(ladder_id, tiers, placement, season)
+
+
+def ladder_tier_watch(ladder: Ladder) -> TierWatch | None:
+    """:func:`tier_watch` of a ladder's row."""
+    return tier_watch(
+        ladder_id=ladder.id,
+        tiers=ladder.tiers,
+        placement=ladder.placement_matches,
+        season=ladder.season,
     )
 
 

@@ -34,6 +34,7 @@ from app.config import get_settings
 from app.domain.ladders import LadderConfig, config_of
 from app.domain.times import utc
 from app.errors import NotFound, ServiceUnavailable
+from app.services import events
 from app.services.periodic import Periodic
 from app.storage.repositories import inactivity as aging_repo
 from app.storage.repositories import ladders as ladder_repo
@@ -168,17 +169,27 @@ def step(
     if found is None or found.owner != owner:
         return None
     # Share-locked as recording locks it: a re-rating holding the ladder finishes first.
-    ladder_repo.lock_ladder(session=session, ladder_id=ladder_id, share=True)
+    ladder = ladder_repo.lock_ladder(session=session, ladder_id=ladder_id, share=True)
     rows = aging_repo.lock_step(
         session=session, ladder_id=ladder_id, after_id=found.after_id, size=size
     )
     changed = []
+    moved: list[str] = []
     for row in rows:
         state = row.state
         conservative = config.standing(state.mu, state.sigma, state.last_played_at, found.as_of)[1]
         if conservative != row.conservative:
             changed.append({"player_id": state.player_id, "conservative": conservative})
-    rating_repo.update_ratings(session=session, ladder_id=ladder_id, rows=changed)
+            moved.append(state.player_id)
+    watch = events.ladder_tier_watch(ladder) if ladder is not None else None
+    if watch is not None and changed:
+        before = watch.read(session, moved)
+        rating_repo.update_ratings(session=session, ladder_id=ladder_id, rows=changed)
+        watch.emit_changes(
+            session, before=before, after=watch.read(session, moved), cause="ratings.aged", now=now
+        )
+    else:
+        rating_repo.update_ratings(session=session, ladder_id=ladder_id, rows=changed)
     if len(rows) < size:
         aging_repo.end_pass(session=session, ladder_id=ladder_id)
         return True

@@ -44,12 +44,14 @@ from app.domain.tiers import (
 from app.domain.times import utc
 from app.errors import InvalidInput, NotFound
 from app.rating.base import Rating
+from app.services import events
 from app.services.seasons import reset_unreached, seasons_of
 from app.storage import versions
 from app.storage.models import Ladder, PlayerRating, RatingHistory
 from app.storage.repositories import ladders as ladder_repo
 from app.storage.repositories import matches as match_repo
 from app.storage.repositories import ratings as rating_repo
+from app.storage.repositories.ratings import Standing
 
 T = TypeVar("T")
 
@@ -519,6 +521,7 @@ def seed_player(
     if row is None:  # inserted just above, in this transaction
         raise unknown_player(ladder, player_id)
     old = rating_of(row)
+    was = Standing(row.conservative, row.matches, row.season_base)
     # Without a sigma a Bayesian rating keeps its own (the prior's for a new player).
     new = Rating(body.mu, body.sigma if body.sigma is not None else old.sigma)
     old_volatility = row.volatility
@@ -530,6 +533,15 @@ def seed_player(
     row.updated_at = now
     if config.volatile and body.volatility is not None:
         row.volatility = body.volatility
+    watch = events.ladder_tier_watch(ladder)
+    if watch is not None:
+        watch.emit_changes(
+            session,
+            before={} if created else {player_id: was},
+            after={player_id: Standing(row.conservative, row.matches, row.season_base)},
+            cause="player.seeded",
+            now=now,
+        )
     match_repo.add_history(
         session=session,
         entry=RatingHistory(

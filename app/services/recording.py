@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
@@ -49,6 +49,7 @@ from app.storage.repositories import ratings as rating_repo
 from app.storage.repositories import recording as recording_repo
 from app.storage.repositories import rerating as rerating_repo
 from app.storage.repositories import sql as sql_repo
+from app.storage.repositories.ratings import Standing
 
 
 def history_rows(
@@ -388,6 +389,23 @@ class LadderWork:
     aged_at: datetime | None = None
     #: While a season opens in steps: its first history id (``ladders.opening_from``).
     opening_from: int | None = None
+    #: The ladder's tiers by threshold, for ``player.tier_changed`` (None: none to watch).
+    watch: events.TierWatch | None = None
+
+
+def watched_tiers(ladder_id: str, found: recording_repo.KeyAndLadder) -> events.TierWatch | None:
+    """The tiers of a ladder as its key-and-ladder row read them, to watch."""
+    return events.tier_watch(
+        ladder_id=ladder_id,
+        tiers=json.loads(found.tiers) if found.tiers is not None else None,
+        placement=found.placement,
+        season=found.season,
+    )
+
+
+def tier_watches(entries: Sequence[LadderWork]) -> list[Watched]:
+    """The ladders of ``entries`` whose tiers a write watches, with the players it created."""
+    return [Watched(e.watch, e.created) for e in entries if e.watch is not None]
 
 
 def _admit(
@@ -427,7 +445,15 @@ def _admit(
         ladder, config = ladder_and_config(s.ladder_id, row.algorithm, row.params)
         entry = work.setdefault(
             ladder.id,
-            LadderWork(ladder, config, [], [], aged_at=row.aged_at, opening_from=row.opening_from),
+            LadderWork(
+                ladder,
+                config,
+                [],
+                [],
+                aged_at=row.aged_at,
+                opening_from=row.opening_from,
+                watch=watched_tiers(ladder.id, row),
+            ),
         )
         entry.incoming.append(incoming_match(n, s.body, s.now))
         entry.recorded.update(row.recorded)
@@ -616,6 +642,19 @@ class RatedLadder:
 
 
 @dataclass(frozen=True, slots=True)
+class Watched:
+    """A ladder's tiers a write watches, and the players the write created (at the prior
+    before their first match: in no tier before it)."""
+
+    watch: events.TierWatch
+    created: Set[str]
+
+    def before(self, session: Session, players: Sequence[str]) -> dict[str, Standing]:
+        found = self.watch.read(session, players)
+        return {p: standing for p, standing in found.items() if p not in self.created}
+
+
+@dataclass(frozen=True, slots=True)
 class MatchRows:
     """Rated matches as the rows storage writes (``recording_repo.write_recorded``), and
     which match each is (its ``index``) with its result document around its seq."""
@@ -628,10 +667,19 @@ class MatchRows:
     parts: list[tuple[str, str]]
     #: What the matches' predictions scored, per ladder (``app.services.accuracy``).
     tallies: dict[str, predictions.Tally] = field(default_factory=dict)
+    #: Each player's last match of the rows, per ladder.
+    last_matches: dict[str, dict[str, str]] = field(default_factory=dict)
 
-    def write(self, session: Session) -> list[tuple[int, str]]:
+    def write(self, session: Session, watches: Sequence[Watched] = ()) -> list[tuple[int, str]]:
         """Write them and add their share to their ladders' accuracy tallies; (index,
-        result document) of each, the seqs drawn in index order."""
+        result document) of each, the seqs drawn in index order. On the ladders of
+        ``watches``, each player the matches move to another tier gets its
+        ``player.tier_changed``, after the matches' events."""
+        before = {
+            w.watch.ladder_id: w.before(session, sorted(self.last_matches[w.watch.ladder_id]))
+            for w in watches
+            if w.watch.ladder_id in self.last_matches
+        }
         seqs = recording_repo.write_recorded(
             session=session,
             matches=self.matches,
@@ -646,6 +694,26 @@ class MatchRows:
             document = with_seq(text, seq)
             written.append((index, document))
             events.match_recorded(session, ladder_id=row[1], document=document, seq=seq, now=row[5])
+        for w in watches:
+            ladder_id = w.watch.ladder_id
+            if ladder_id not in before:
+                continue
+            was = before[ladder_id]
+            w.watch.emit_changes(
+                session,
+                before=was,
+                after={
+                    row["player_id"]: Standing(
+                        row["conservative"],
+                        row["matches"],
+                        was[row["player_id"]].season_base if row["player_id"] in was else 0,
+                    )
+                    for row in self.ratings[ladder_id]
+                },
+                cause="match.recorded",
+                now=self.matches[-1][5],
+                match_ids=self.last_matches[ladder_id],
+            )
         return written
 
 
@@ -673,6 +741,10 @@ def rows_of(
     for slot, (index, n, k) in enumerate(order):
         r = ladders[n]
         before, after, quality, volatility = numbers[n]
+        last = rows.last_matches.setdefault(r.ladder.id, {})
+        for team in r.planned[k].teams:
+            for player in team:
+                last[player] = r.kept[k].match_id
         rows.parts.append(
             _match_rows(
                 config=r.config,
@@ -709,9 +781,10 @@ def write_rated(
     ladders: Sequence[RatedLadder],
     now_of: Callable[[int], datetime],
     latest: datetime,
+    watches: Sequence[Watched] = (),
 ) -> list[tuple[int, str]]:
-    """Write rated matches: :func:`rows_of`, written."""
-    return rows_of(ladders, now_of, latest).write(session)
+    """Write rated matches: :func:`rows_of`, written (``watches``: :meth:`MatchRows.write`)."""
+    return rows_of(ladders, now_of, latest).write(session, watches)
 
 
 def record_group(*, session: Session, submitted: Sequence[Submitted]) -> list[Answer]:
@@ -755,6 +828,7 @@ def record_group(*, session: Session, submitted: Sequence[Submitted]) -> list[An
                 )
             )
     now_of = [s.now for s in submitted].__getitem__
-    for index, text in write_rated(session, rated_by_ladder, now_of, latest):
+    watches = tier_watches([work[r.ladder.id] for r in rated_by_ladder])
+    for index, text in write_rated(session, rated_by_ladder, now_of, latest, watches):
         answers[index] = (text, True)
     return [answer for answer in answers if answer is not None]

@@ -487,6 +487,8 @@ def void_match(
     states = rating_repo.lock_rating_states(
         session=session, ladder_id=ladder.id, player_ids=sorted(reached)
     )
+    watch = events.ladder_tier_watch(ladder)
+    standings = watch.read(session, sorted(reached)) if watch is not None else {}
     affected = erasure.carry_seeds(session=session, voided_request=match.request, affected=affected)
     scope = _void_scope(
         session=session,
@@ -556,6 +558,15 @@ def void_match(
         players_affected=len(reached),
     )
     events.changed(session, ladder_id=ladder.id, type="match.voided", data=result, now=now)
+    if watch is not None:
+        watch.emit_changes(
+            session,
+            before=standings,
+            after=watch.read(session, sorted(reached)),
+            cause="match.voided",
+            now=now,
+            match_id=match.match_id,
+        )
     return result
 
 
@@ -784,6 +795,8 @@ def rebuild(
     finish_opening(session=session, ladder=ladder, now=now)
     config = ladder_config(ladder.algorithm, ladder.params)
     states = rerating_repo.lock_ladder_ratings(session=session, ladder_id=ladder.id)
+    watch = events.ladder_tier_watch(ladder)
+    standings = watch.read(session, None) if watch is not None else {}
     matches = rerating_repo.matches_after(session=session, ladder_id=ladder.id, after_seq=0)
     history = rerating_repo.history_from(
         session=session, ladder_id=ladder.id, from_seq=0, from_id=0
@@ -847,6 +860,14 @@ def rebuild(
     rating_repo.update_ratings(session=session, ladder_id=ladder.id, rows=rows)
     result = RebuildResult(ladder=ladder.id, matches_rerated=len(matches), players=len(states))
     events.changed(session, ladder_id=ladder.id, type="ladder.rebuilt", data=result, now=now)
+    if watch is not None:
+        watch.emit_changes(
+            session,
+            before=standings,
+            after=watch.read(session, None),
+            cause="ladder.rebuilt",
+            now=now,
+        )
     return result
 
 

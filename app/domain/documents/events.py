@@ -8,7 +8,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 EventType = Literal[
-    "match.recorded", "match.voided", "ladder.rebuilt", "season.started", "player.erased"
+    "match.recorded",
+    "match.voided",
+    "ladder.rebuilt",
+    "season.started",
+    "player.erased",
+    "player.tier_changed",
 ]
 
 _EXAMPLE: dict[str, Any] = {
@@ -39,7 +44,9 @@ class EventOut(BaseModel):
     data: dict[str, Any] = Field(
         description="`match.recorded`: the match's result document (with its `seq`); "
         "`match.voided`: the void's summary; `ladder.rebuilt`: the rebuild's; "
-        "`season.started`: the season; `player.erased`: the erasure's, with the erased id."
+        "`season.started`: the season; `player.erased`: the erasure's, with the erased id; "
+        "`player.tier_changed`: the player, the tiers from and to, and the change that "
+        "moved them (:class:`TierChange`)."
     )
 
 
@@ -54,4 +61,55 @@ class EventPage(BaseModel):
     next_cursor: str = Field(
         description="Pass it as `after` for the events after these: the same cursor again "
         "when there were none (poll with it). Never skips an event."
+    )
+
+
+TierCause = Literal[
+    "match.recorded", "match.voided", "ladder.rebuilt", "player.seeded", "ratings.aged"
+]
+
+
+class TierChange(BaseModel):
+    """The data of ``player.tier_changed``: a write moved a player to another tier by a
+    ladder's tiers by threshold (placement included: a player who places enters a tier,
+    one who is provisional again leaves it)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "player_id": "alice",
+                    "from": "Silver",
+                    "to": "Gold",
+                    "conservative": 20.41,
+                    "season": "1",
+                    "cause": "match.recorded",
+                    "match_id": "g-1042",
+                }
+            ]
+        },
+        populate_by_name=True,
+    )
+
+    player_id: str
+    from_tier: str | None = Field(
+        alias="from", description="The tier before the change (null: none, or provisional)."
+    )
+    to_tier: str | None = Field(
+        alias="to", description="The tier after it (null: none, or provisional)."
+    )
+    conservative: float | None = Field(
+        description="The conservative rating after the change (null: the player left the "
+        "ladder, their only match voided)."
+    )
+    season: str = Field(description="The ladder's current season.")
+    cause: TierCause = Field(
+        description="What moved the rating: a match recorded, a match voided (the later "
+        "matches re-rated), a rebuild, a seed (`PUT .../players/{id}`), or the daily "
+        "inactivity pass (time away widened the rating)."
+    )
+    match_id: str | None = Field(
+        default=None,
+        description="`match.recorded`: the player's last match of the write; "
+        "`match.voided`: the match voided; else null.",
     )

@@ -176,3 +176,24 @@ def rename_in_events(
         rows += [{"ladder_id": ladder_id, "seq": seq, "data": rename(data)} for seq, data in found]
     if rows:
         session.execute(update(Event), rows)
+
+
+def rename_player_events(
+    *, session: Session, ladder_id: str, player_id: str, rename: Callable[[str], str]
+) -> int:
+    """Rewrite the ``data`` of the ladder's events about the player (``player_id``: their
+    ``player.tier_changed``) with ``rename``, and let them name nobody; how many."""
+    found = session.execute(
+        select(Event.seq, Event.data).where(
+            Event.ladder_id == ladder_id,
+            Event.player_id == player_id,
+            Event.type != "player.erased",
+        )
+    )
+    rows = [
+        {"ladder_id": ladder_id, "seq": seq, "data": rename(data), "player_id": None}
+        for seq, data in found
+    ]
+    if rows:
+        session.execute(update(Event), rows)
+    return len(rows)

@@ -214,6 +214,40 @@ def upsert_ratings(*, session: Session, ladder_id: str, rows: Sequence[dict[str,
         session.execute(_UPSERT_RATINGS_SQL, [{"ladder_id": ladder_id, **row} for row in rows])
 
 
+class Standing(NamedTuple):
+    """Where a rating stands on the leaderboard: what gives its tier."""
+
+    conservative: float
+    matches: int
+    #: The counted matches before the current season (placement counts the others).
+    season_base: int
+
+
+def standings(
+    *, session: Session, ladder_id: str, player_ids: Sequence[str] | None
+) -> dict[str, Standing]:
+    """The standings of those of ``player_ids`` the ladder knows (None: of every player)."""
+    columns = (
+        PlayerRating.player_id,
+        PlayerRating.conservative,
+        PlayerRating.matches,
+        PlayerRating.season_base,
+    )
+    if player_ids is None:
+        queries = [select(*columns).where(PlayerRating.ladder_id == ladder_id)]
+    else:
+        queries = [
+            select(*columns).where(PlayerRating.ladder_id == ladder_id, _player_in(session, chunk))
+            for chunk in chunked(player_ids, session)
+            if chunk
+        ]
+    return {
+        row[0]: Standing(float(row[1]), int(row[2]), int(row[3]))
+        for query in queries
+        for row in session.execute(query)
+    }
+
+
 def get_ratings(
     *, session: Session, ladder_id: str, player_ids: Sequence[str]
 ) -> dict[str, PlayerRating]:

@@ -51,6 +51,10 @@ class KeyAndLadder(NamedTuple):
     aged_at: datetime | None = None
     #: While a season opens in steps: its first history id (``ladders.opening_from``).
     opening_from: int | None = None
+    #: The ladder's tiers (JSON text; None: none), placement matches and current season.
+    tiers: str | None = None
+    placement: int = 0
+    season: str = "1"
 
 
 _KEY_COLUMNS: dict[str, TypeEngine[Any]] = {
@@ -65,16 +69,20 @@ _KEY_COLUMNS: dict[str, TypeEngine[Any]] = {
     "recorded": Text(),
     "aged_at": DateTime(timezone=True),
     "opening_from": BigInteger(),
+    "tiers": Text(),
+    "placement_matches": Integer(),
+    "season": String(),
 }
 
 
 _KEY_AND_LADDER = (
     "SELECT k.id, k.scope, k.prefix, k.key_hash, k.revoked_at, k.last_used_at, "
     "l.algorithm, CAST(l.params AS TEXT) AS params, CAST(m.recorded AS TEXT) AS recorded, "
-    "l.aged_at, l.opening_from "
+    "l.aged_at, l.opening_from, CAST(l.tiers AS TEXT) AS tiers, l.placement_matches, l.season "
     "FROM (SELECT 1 AS one) AS one "
     "LEFT JOIN api_keys AS k ON k.key_hash = :key_hash "
-    "LEFT JOIN (SELECT algorithm, params, aged_at, opening_from FROM ladders "
+    "LEFT JOIN (SELECT algorithm, params, aged_at, opening_from, tiers, placement_matches, "
+    "season FROM ladders "
     "WHERE id = :ladder_id{lock}) "
     "AS l ON 1 = 1 "
     "LEFT JOIN ({recorded}) AS m ON 1 = 1"
@@ -128,6 +136,9 @@ def key_and_ladder(
         recorded=recorded,
         aged_at=row[9],
         opening_from=row[10],
+        tiers=row[11],
+        placement=row[12] or 0,
+        season=row[13] or "1",
     )
 
 
