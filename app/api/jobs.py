@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from functools import partial
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Response
@@ -29,9 +31,10 @@ async def get_job(job_id: JobIdPath, access: AdminAccess, now: NowDep) -> Respon
     request would have answered inline) or `failed` with `error` (a problem document;
     nothing was changed). A job whose worker stopped (restarted, killed) before it
     finished is `failed` and says so: submit the request again. A cancelled one is
-    `cancelled` (nothing of it was applied)."""
+    `cancelled` (nothing of it was applied). A key limited to some ladders sees those
+    ladders' jobs alone."""
     return await answer(
-        access,
+        replace(access, ladder_from=partial(jobs.ladder_of_job, job_id=job_id)),
         lambda session: jobs.view(
             session=session, job_id=job_id, now=now, transact=unit_of_work.transactor()
         ),
@@ -58,7 +61,7 @@ async def cancel_job(job_id: JobIdPath, access: AdminAccess, now: NowDep) -> Res
     running job is, it is asked to stop (202, `Location` to poll) and ends `cancelled`
     at its next progress report. Either way nothing of it is applied."""
     out, ended = await run(
-        access,
+        replace(access, ladder_from=partial(jobs.ladder_of_job, job_id=job_id)),
         lambda session: jobs.cancel(session=session, job_id=job_id, now=now),
         read_only=not jobs.cancel_writes(),
     )

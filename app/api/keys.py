@@ -35,7 +35,7 @@ async def create_key(body: KeyCreate, access: AdminAccess) -> Response:
     return await answer(
         access,
         lambda session: auth.created_document(
-            auth.create_key(session, name=body.name, scope=body.scope)
+            auth.create_key(session, name=body.name, scope=body.scope, ladders=body.ladders)
         ),
         status_code=status.HTTP_201_CREATED,
     )

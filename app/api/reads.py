@@ -434,7 +434,7 @@ def _settle(
     body); None when the key's use is to be recorded (:func:`serve` answers from the
     start, in a transaction)."""
     if digest is not None:
-        key = check_key(state.key, digest, "read")
+        key = check_key(state.key, digest, "read", ladder_id)
         if use_due(key, datetime.now(UTC)):
             return None
     if state.created_at is None:
@@ -676,10 +676,11 @@ class ReadPath:
         try:
             primary = _text_of(headers.get(READ_FROM.encode())) == "primary"
             key = bearer_key(_text_of(headers.get(b"authorization")))
-            access = access_of(key, "read", primary=primary)
+            ladder_id = params.get("ladder")
+            access = access_of(key, "read", primary=primary, ladder=ladder_id)
             answer = await self.server.answer(
                 read=read,
-                ladder_id=params.get("ladder"),
+                ladder_id=ladder_id,
                 args=args,
                 access=access,
                 if_none_match=_text_of(headers.get(b"if-none-match")),

@@ -69,6 +69,11 @@ class Access:
     primary: bool = False
     #: A console session's token (its cookie) in place of a key: it reads with its key.
     console_token: str | None = None
+    #: The ladder of the route (its ``{ladder}``; None: a route that is not one ladder's),
+    #: for a key limited to some ladders.
+    ladder: str | None = None
+    #: Where the ladder is only known in the transaction (a job's): reads it there.
+    ladder_from: Callable[[Session], str | None] | None = None
 
     @property
     def reads(self) -> bool:
@@ -76,31 +81,49 @@ class Access:
         return self.needed == "read"
 
     def check(self, session: Session) -> None:
-        """The key allows the route, or its 401 or 403."""
+        """The key allows the route (on its ladder), or its 401 or 403."""
+        if self.key is None and self.console_token is None:
+            return
+        ladder = self.ladder if self.ladder_from is None else self.ladder_from(session)
         if self.key is not None:
-            authorize(session, self.key, self.needed, transact=unit_of_work.transactor())
+            authorize(
+                session,
+                self.key,
+                self.needed,
+                ladder=ladder,
+                transact=unit_of_work.transactor(),
+            )
         elif self.console_token is not None:
-            console_key(session, self.console_token, self.needed)
+            console_key(session, self.console_token, self.needed, ladder)
 
 
-def access_of(presented: str, needed: str, *, primary: bool = False) -> Access:
+def access_of(
+    presented: str, needed: str, *, primary: bool = False, ladder: str | None = None
+) -> Access:
     """The access of a request that presented the Bearer key ``presented`` ("" for none)
-    to a route of scope ``needed``; a missing key where one is needed is a 401 at once."""
+    to a route of scope ``needed`` (of ``ladder``); a missing key where one is needed is a
+    401 at once."""
     if not presented:
         if needed == "read" and not get_settings().require_read_key:
-            return Access(None, needed, primary)
+            return Access(None, needed, primary, ladder=ladder)
         raise _missing(needed)
     # A key presented on an open read is checked too: an unknown or revoked one is a 401
     # (a client must learn its key is wrong before the day reads need one).
-    return Access(presented, needed, primary)
+    return Access(presented, needed, primary, ladder=ladder)
 
 
-def console_access(token: str) -> Access:
+def _ladder_of(request: Request) -> str | None:
+    """The ladder a route is of: its ``{ladder}`` path parameter (None: it has none)."""
+    ladder = request.path_params.get("ladder")
+    return ladder if isinstance(ladder, str) else None
+
+
+def console_access(token: str, request: Request) -> Access:
     """The access of a console page read with the session ``token`` of its cookie ("" for
     none): none needed while reads are open; a 401 at once where one is needed."""
     if not token:
         return access_of("", "read")
-    return Access(None, "read", console_token=token)
+    return Access(None, "read", console_token=token, ladder=_ladder_of(request))
 
 
 #: ``Ratings-Read-From``: ``primary`` sends a read to the primary database when reads go to
@@ -117,20 +140,24 @@ ReadFrom = Annotated[
 
 
 def _access(needed: str) -> Callable[..., Awaitable[Access]]:
-    async def dependency(credentials: Credentials) -> Access:
+    async def dependency(credentials: Credentials, request: Request) -> Access:
         # Asynchronous: no trip to the thread pool; the key is checked in the route's
         # transaction.
-        return access_of(credentials, needed)
+        return access_of(credentials, needed, ladder=_ladder_of(request))
 
     dependency.__name__ = f"require_{needed}"
     dependency.__doc__ = f"FastAPI dependency: the Bearer key of a route of scope {needed}."
     return dependency
 
 
-async def require_read(credentials: Credentials, read_from: ReadFrom = None) -> Access:
+async def require_read(
+    credentials: Credentials, request: Request, read_from: ReadFrom = None
+) -> Access:
     """FastAPI dependency: the Bearer key of a read (open unless
     ``RATINGS_REQUIRE_READ_KEY`` is set; then any active key), and the database it reads."""
-    return access_of(credentials, "read", primary=read_from == "primary")
+    return access_of(
+        credentials, "read", primary=read_from == "primary", ladder=_ladder_of(request)
+    )
 
 
 #: Recording matches: a key of scope write or admin.

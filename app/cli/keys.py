@@ -16,8 +16,15 @@ def _stamp(moment: datetime | None) -> str:
 
 
 def cmd_keys_create(args: argparse.Namespace) -> int:
-    new = transaction(lambda session: auth.create_key(session, name=args.name, scope=args.scope))
-    print(f"made key {new.name!r}, scope {new.scope}, prefix {new.prefix}", file=sys.stderr)
+    new = transaction(
+        lambda session: auth.create_key(
+            session, name=args.name, scope=args.scope, ladders=args.ladders
+        )
+    )
+    limited = f", limited to {', '.join(new.ladders)}" if new.ladders is not None else ""
+    print(
+        f"made key {new.name!r}, scope {new.scope}, prefix {new.prefix}{limited}", file=sys.stderr
+    )
     print(new.key, flush=True)
     return 0
 
@@ -33,12 +40,13 @@ def cmd_keys_list(args: argparse.Namespace) -> int:
                 "created_at": _stamp(key.created_at),
                 "last_used_at": _stamp(key.last_used_at) if key.last_used_at else None,
                 "revoked_at": _stamp(key.revoked_at) if key.revoked_at else None,
+                "ladders": key.ladders,
             }
             for key in keys
         ]
         print(json.dumps(rows, indent=2))
         return 0
-    header = ("NAME", "SCOPE", "PREFIX", "CREATED", "LAST USED", "REVOKED")
+    header = ("NAME", "SCOPE", "PREFIX", "CREATED", "LAST USED", "REVOKED", "LADDERS")
     table = [
         (
             key.name,
@@ -47,6 +55,7 @@ def cmd_keys_list(args: argparse.Namespace) -> int:
             _stamp(key.created_at),
             _stamp(key.last_used_at),
             _stamp(key.revoked_at),
+            ",".join(key.ladders) if key.ladders is not None else "all",
         )
         for key in keys
     ]
@@ -68,6 +77,13 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     create = keys.add_parser("create", help="make a key; prints it once, alone, on stdout")
     create.add_argument("--scope", required=True, choices=auth.SCOPES)
     create.add_argument("--name", required=True, help="a name to recognise and revoke it by")
+    create.add_argument(
+        "--ladder",
+        dest="ladders",
+        action="append",
+        metavar="LADDER",
+        help="limit the key to this ladder's routes (repeat for several; default: every ladder)",
+    )
     create.set_defaults(func=cmd_keys_create)
     listing = keys.add_parser("list", help="list keys (never the keys themselves)")
     listing.add_argument("--json", action="store_true", help="JSON instead of a table")

@@ -194,7 +194,7 @@ router = APIRouter(prefix="/console", route_class=ConsoleRoute, include_in_schem
 def access(request: Request) -> Access:
     """The access of a console request: the session's key, checked in the page's
     transaction; none needed while reads are open (a 401 at once where one is needed)."""
-    return console_access(_key(request))
+    return console_access(_key(request), request)
 
 
 async def read(request: Request, work: Callable[[Session], Any]) -> Any:

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import secrets
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
@@ -53,6 +55,8 @@ class NewKey:
     prefix: str
     key: str
     created_at: datetime
+    #: The ladders it is limited to (None: every ladder).
+    ladders: list[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,7 @@ class KeyInfo:
     created_at: datetime
     revoked_at: datetime | None
     last_used_at: datetime | None
+    ladders: list[str] | None = None
 
 
 def generate_key() -> str:
@@ -95,28 +100,59 @@ def _info(row: ApiKey) -> KeyInfo:
         created_at=_utc(row.created_at),
         revoked_at=_utc(row.revoked_at) if row.revoked_at is not None else None,
         last_used_at=_utc(row.last_used_at) if row.last_used_at is not None else None,
+        ladders=limited_to(row.ladders) if row.ladders is not None else None,
     )
 
 
-def create_key(session: Session, *, name: str, scope: str) -> NewKey:
-    """Make and store a key named ``name``; the returned plaintext is never stored.
+#: The most ladders one key may be limited to.
+MAX_KEY_LADDERS = 1_000
 
-    Raises ``InvalidInput`` for an unknown scope or a bad name, ``Conflict`` when an active
-    key already has that name (names identify keys to revoke).
+
+def create_key(
+    session: Session, *, name: str, scope: str, ladders: Sequence[str] | None = None
+) -> NewKey:
+    """Make and store a key named ``name``, limited to ``ladders`` (None: good for every
+    ladder); the returned plaintext is never stored.
+
+    Raises ``InvalidInput`` for an unknown scope, a bad name, or ladders that are none or
+    not there, ``Conflict`` when an active key already has that name (names identify keys
+    to revoke).
     """
     if scope not in SCOPE_RANK:
         raise InvalidInput(f"scope: must be one of {', '.join(SCOPES)}")
     if not 1 <= len(name) <= 128 or not name.isprintable() or name != name.strip():
         raise InvalidInput("name: 1 to 128 printable characters, no surrounding spaces")
+    limited = _key_ladders(session, ladders)
     if keys.active_named(session=session, name=name):
         raise Conflict(f"name: an active key is already named {name!r}")
     key = generate_key()
     prefix = key_prefix(key)
     now = datetime.now(UTC)
     keys.add(
-        session=session, name=name, scope=scope, prefix=prefix, key_hash=hash_key(key), now=now
+        session=session,
+        name=name,
+        scope=scope,
+        prefix=prefix,
+        key_hash=hash_key(key),
+        now=now,
+        ladders=json.dumps(limited) if limited is not None else None,
     )
-    return NewKey(name=name, scope=scope, prefix=prefix, key=key, created_at=now)
+    return NewKey(name=name, scope=scope, prefix=prefix, key=key, created_at=now, ladders=limited)
+
+
+def _key_ladders(session: Session, ladders: Sequence[str] | None) -> list[str] | None:
+    """The ladders a new key is limited to, sorted, each once; every one must exist."""
+    if ladders is None:
+        return None
+    limited = sorted(set(ladders))
+    if not 1 <= len(limited) <= MAX_KEY_LADDERS:
+        raise InvalidInput(
+            f"ladders: 1 to {MAX_KEY_LADDERS:,} ladder ids, or null for a key good for every ladder"
+        )
+    missing = keys.missing_ladders(session=session, ladder_ids=limited)
+    if missing:
+        raise InvalidInput(f"ladders: no ladder {missing[0][:64]!r}")
+    return limited
 
 
 def list_keys(session: Session) -> list[KeyInfo]:
@@ -172,14 +208,27 @@ def ensure_first_admin_key(session: Session) -> NewKey | None:
 
 
 def authorize(
-    session: Session, key: str, needed: str, *, transact: Transact | None = None
+    session: Session,
+    key: str,
+    needed: str,
+    *,
+    ladder: str | None = None,
+    any_ladder: bool = False,
+    transact: Transact | None = None,
 ) -> KeyRow:
-    """The row of ``key`` when it allows ``needed`` (:func:`check_key`: else its 401 or
-    403). Its use is recorded (at most once per :data:`LAST_USED_RESOLUTION`) in the
-    session's transaction, or, when that cannot write (a read on a replica, or SQLite's),
-    in one of ``transact``'s on the primary (a caller whose session writes passes none)."""
+    """The row of ``key`` when it allows ``needed`` on ``ladder`` (:func:`check_key`: else
+    its 401 or 403; ``any_ladder``: whatever ladders it is limited to). Its use is recorded
+    (at most once per :data:`LAST_USED_RESOLUTION`) in the session's transaction, or, when
+    that cannot write (a read on a replica, or SQLite's), in one of ``transact``'s on the
+    primary (a caller whose session writes passes none)."""
     digest = hash_key(key)
-    row = check_key(keys.by_hash(session=session, key_hash=digest), digest, needed)
+    row = check_key(
+        keys.by_hash(session=session, key_hash=digest),
+        digest,
+        needed,
+        ladder,
+        any_ladder=any_ladder,
+    )
     now = datetime.now(UTC)
     if use_due(row, now):
         if transact is None or keys.takes_writes(session=session):
@@ -194,7 +243,7 @@ def is_active(session: Session, key: str) -> bool:
     """Whether ``key`` is an active key, of any scope (its use recorded, as every check
     records it)."""
     try:
-        authorize(session, key, SCOPES[0])
+        authorize(session, key, SCOPES[0], any_ladder=True)
     except Unauthorized:
         return False
     return True
@@ -216,7 +265,7 @@ def sign_in(session: Session, *, key: str, now: datetime) -> str | None:
     cookie is not a key: it reads until the session expires, is signed out, or the key is
     revoked, and can do nothing else."""
     try:
-        row = authorize(session, key, SCOPES[0])
+        row = authorize(session, key, SCOPES[0], any_ladder=True)
     except Unauthorized:
         return None
     token = secrets.token_urlsafe(32)
@@ -230,14 +279,15 @@ def sign_in(session: Session, *, key: str, now: datetime) -> str | None:
     return token
 
 
-def console_key(session: Session, token: str, needed: str) -> KeyRow:
-    """The key of a console session when it allows ``needed``: the 401 of an unknown
-    session, an expired one or one whose key was revoked, the 403 of a scope too small
-    (:func:`check_key`, the session standing for its key)."""
+def console_key(session: Session, token: str, needed: str, ladder: str | None = None) -> KeyRow:
+    """The key of a console session when it allows ``needed`` on ``ladder``: the 401 of an
+    unknown session, an expired one or one whose key was revoked, the 403 of a scope too
+    small or a ladder outside the key's (:func:`check_key`, the session standing for its
+    key)."""
     row = console_sessions.key_of(
         session=session, token_hash=console_token_hash(token), now=datetime.now(UTC)
     )
-    return check_key(row, row.key_hash if row is not None else "", needed)
+    return check_key(row, row.key_hash if row is not None else "", needed, ladder)
 
 
 def sign_out(session: Session, *, token: str) -> None:
@@ -262,18 +312,49 @@ def too_weak(prefix: str, scope: str, needed: str) -> Forbidden:
 Key = TypeVar("Key", KeyRow, KeySeen)
 
 
-def check_key(row: Key | None, digest: str, needed: str) -> Key:
+def check_key(
+    row: Key | None, digest: str, needed: str, ladder: str | None, *, any_ladder: bool = False
+) -> Key:
     """The one check of a key: the row found for ``digest`` (:func:`hash_key`; None: none
-    found) is active and allows ``needed``, or the 401 or 403. Every request's key goes
-    through it: :func:`authorize`, the reads' validator statement (``app.api.reads``) and
-    recording (``app.services.recording.record_group``), which read the row in the same
-    statement as their own first rows."""
+    found) is active and allows ``needed`` on ``ladder`` (None: a route that is not one
+    ladder's), or the 401 or 403. Every request's key goes through it: :func:`authorize`,
+    the reads' validator statement (``app.api.reads``) and recording
+    (``app.services.recording.record_group``), which read the row in the same statement as
+    their own first rows.
+
+    A key limited to some ladders is good for those ladders' routes alone: any other
+    ladder's, and every route that is not one ladder's (the ladder list, making a ladder,
+    keys, webhooks), is a 403, so it can never make itself a wider key. ``any_ladder``
+    skips that (a console sign-in, whose pages are checked one by one)."""
     if row is None or not hmac.compare_digest(row.key_hash, digest) or row.revoked_at is not None:
         raise unknown_key()
+    prefix = row.prefix if isinstance(row, KeyRow) else "(this key)"
     if SCOPE_RANK.get(row.scope, -1) < SCOPE_RANK[needed]:
-        prefix = row.prefix if isinstance(row, KeyRow) else "(this key)"
         raise too_weak(prefix, row.scope, needed)
+    if row.ladders is not None and not any_ladder:
+        limited = limited_to(row.ladders)
+        if ladder not in limited:
+            raise outside(prefix, limited, ladder)
     return row
+
+
+def limited_to(stored: str) -> list[str]:
+    """The ladders of a limited key, from their stored JSON text."""
+    return [str(ladder) for ladder in json.loads(stored)]
+
+
+def outside(prefix: str, limited: Sequence[str], ladder: str | None) -> Forbidden:
+    """The 403 of a key limited to ``limited`` on another ladder, or on a route that is not
+    one ladder's (``ladder`` None)."""
+    names = ", ".join(limited)
+    if ladder is None:
+        return Forbidden(
+            f"Authorization: key {prefix} is limited to the ladders {names}: good for their "
+            "routes alone, not for this one"
+        )
+    return Forbidden(
+        f"Authorization: key {prefix} is limited to the ladders {names}, not {ladder[:64]!r}"
+    )
 
 
 def use_due(row: KeyRow | KeySeen, now: datetime) -> bool:

@@ -397,6 +397,12 @@ def _end(transact: Transact, job_id: str, values: dict[str, Any]) -> None:
                 _unwritten[job_id] = values["error"]
 
 
+def ladder_of_job(session: Session, job_id: str) -> str | None:
+    """The ladder a job works on (None: no such job), for a key limited to some ladders."""
+    row = job_repo.get_job(session=session, job_id=job_id)
+    return None if row is None else row.ladder_id
+
+
 def cancel(*, session: Session, job_id: str, now: datetime) -> tuple[JobOut, bool]:
     """Cancel a job that has not ended: nothing of it is applied. On PostgreSQL it is
     cancelled at once (its row says so; the job rolls back at its next progress report or

@@ -433,7 +433,7 @@ def _admit(
     for n, s in enumerate(submitted):
         row = found[s.key_digest, s.ladder_id]
         try:
-            key = auth.check_key(row.key, s.key_digest, "write")
+            key = auth.check_key(row.key, s.key_digest, "write", s.ladder_id)
             if row.algorithm is None or row.params is None:
                 raise NotFound(f"ladder: no ladder {s.ladder_id[:64]!r}")
         except ProblemError as exc:

@@ -567,6 +567,8 @@ class ApiKey(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    #: The JSON text of the ladder ids the key is good for, sorted (None: every ladder).
+    ladders: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class KeyRow(NamedTuple):
@@ -578,6 +580,8 @@ class KeyRow(NamedTuple):
     key_hash: str
     revoked_at: datetime | None
     last_used_at: datetime | None
+    #: The ladders it is limited to, as stored (JSON text; None: every ladder).
+    ladders: str | None = None
 
 
 class KeySeen(NamedTuple):
@@ -591,6 +595,8 @@ class KeySeen(NamedTuple):
     key_hash: str
     revoked_at: datetime | None
     last_used_at: datetime | None
+    #: As :attr:`KeyRow.ladders`.
+    ladders: str | None = None
 
 
 #: The columns of a :class:`KeyRow`.
@@ -601,6 +607,7 @@ KEY_ROW = (
     ApiKey.key_hash,
     ApiKey.revoked_at,
     ApiKey.last_used_at,
+    ApiKey.ladders,
 )
 
 

@@ -129,7 +129,7 @@ class State(NamedTuple):
 
 _STATE_COLUMNS = (
     "l.created_at, (SELECT COALESCE(SUM(v.version), 0) FROM ladder_versions v "
-    "WHERE v.ladder_id = l.id), k.scope, k.key_hash, k.revoked_at, k.last_used_at"
+    "WHERE v.ladder_id = l.id), k.scope, k.key_hash, k.revoked_at, k.last_used_at, k.ladders"
 )
 #: The statement in each driver's parameter style (a plain DB-API cursor runs it). On
 #: PostgreSQL one statement reads any number of (ladder, key) pairs, from two arrays, in
@@ -155,7 +155,7 @@ def moment(value: Any) -> datetime | None:
 def _state(row: Any) -> State:
     key = None
     if row[3] is not None:
-        key = KeySeen(row[2], row[3], moment(row[4]), moment(row[5]))
+        key = KeySeen(row[2], row[3], moment(row[4]), moment(row[5]), row[6])
     return State(moment(row[0]), int(row[1] or 0), key)
 
 

@@ -143,9 +143,10 @@ class TestKeys:
         status, out, _ = run(capsys, "keys", "list")
         assert status == 0
         lines = out.splitlines()
-        assert lines[0].split() == ["NAME", "SCOPE", "PREFIX", "CREATED", "LAST", "USED", "REVOKED"]
+        header = ["NAME", "SCOPE", "PREFIX", "CREATED", "LAST", "USED", "REVOKED", "LADDERS"]
+        assert lines[0].split() == header
         assert lines[1].split()[:3] == ["board", "read", prefix]
-        assert lines[1].split()[-2:] == ["-", "-"]
+        assert lines[1].split()[-3:] == ["-", "-", "all"]
         assert key not in out and auth.hash_key(key) not in out
 
         status, _, err = run(capsys, "keys", "revoke", prefix)
@@ -162,6 +163,7 @@ class TestKeys:
             "created_at",
             "last_used_at",
             "revoked_at",
+            "ladders",
         }
 
         status, _, err = run(capsys, "keys", "revoke", "board")

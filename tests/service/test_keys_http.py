@@ -31,7 +31,8 @@ def test_a_key_made_over_http_works_for_its_scope(client: TestClient) -> None:
     made = client.post("/v1/keys", json={"name": "game-server", "scope": "write"})
     assert made.status_code == 201, made.text
     body = made.json()
-    assert set(body) == {"name", "scope", "prefix", "key", "created_at"}
+    assert set(body) == {"name", "scope", "prefix", "key", "created_at", "ladders"}
+    assert body["ladders"] is None
     assert body["name"] == "game-server" and body["scope"] == "write"
     assert body["key"].startswith(body["prefix"] + "_") and len(body["key"]) == 55
     match = {"teams": [["a"], ["b"]]}
@@ -58,6 +59,7 @@ def test_the_list_never_shows_a_secret(client: TestClient, database_url: str) ->
         "created_at",
         "last_used_at",
         "revoked_at",
+        "ladders",
     }
     assert keys["analytics"]["prefix"] == key[:11]
     assert keys["analytics"]["last_used_at"] is not None

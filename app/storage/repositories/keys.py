@@ -3,14 +3,15 @@ public prefix (``app.services.auth`` makes and checks them)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy import DateTime, bindparam, func, select, text
 from sqlalchemy.orm import Session
 
 from app.storage.engine import is_read_only, on_replica
-from app.storage.models import KEY_ROW, ApiKey, KeyRow
-from app.storage.repositories.sql import dialect_of
+from app.storage.models import KEY_ROW, ApiKey, KeyRow, Ladder
+from app.storage.repositories.sql import SQLITE_IN_CHUNK, dialect_of
 
 
 def active_named(*, session: Session, name: str) -> int:
@@ -24,10 +25,35 @@ def active_named(*, session: Session, name: str) -> int:
 
 
 def add(
-    *, session: Session, name: str, scope: str, prefix: str, key_hash: str, now: datetime
+    *,
+    session: Session,
+    name: str,
+    scope: str,
+    prefix: str,
+    key_hash: str,
+    now: datetime,
+    ladders: str | None = None,
 ) -> None:
-    session.add(ApiKey(name=name, scope=scope, prefix=prefix, key_hash=key_hash, created_at=now))
+    session.add(
+        ApiKey(
+            name=name,
+            scope=scope,
+            prefix=prefix,
+            key_hash=key_hash,
+            created_at=now,
+            ladders=ladders,
+        )
+    )
     session.flush()
+
+
+def missing_ladders(*, session: Session, ladder_ids: Sequence[str]) -> list[str]:
+    """Those of ``ladder_ids`` that are no ladder, in their order."""
+    found: set[str] = set()
+    for start in range(0, len(ladder_ids), SQLITE_IN_CHUNK):
+        chunk = list(ladder_ids[start : start + SQLITE_IN_CHUNK])
+        found.update(session.scalars(select(Ladder.id).where(Ladder.id.in_(chunk))))
+    return [ladder_id for ladder_id in ladder_ids if ladder_id not in found]
 
 
 def every_key(*, session: Session) -> list[ApiKey]:

@@ -64,6 +64,7 @@ _KEY_COLUMNS: dict[str, TypeEngine[Any]] = {
     "key_hash": String(),
     "revoked_at": DateTime(timezone=True),
     "last_used_at": DateTime(timezone=True),
+    "ladders": Text(),
     "algorithm": String(),
     "params": Text(),
     "recorded": Text(),
@@ -76,7 +77,7 @@ _KEY_COLUMNS: dict[str, TypeEngine[Any]] = {
 
 
 _KEY_AND_LADDER = (
-    "SELECT k.id, k.scope, k.prefix, k.key_hash, k.revoked_at, k.last_used_at, "
+    "SELECT k.id, k.scope, k.prefix, k.key_hash, k.revoked_at, k.last_used_at, k.ladders, "
     "l.algorithm, CAST(l.params AS TEXT) AS params, CAST(m.recorded AS TEXT) AS recorded, "
     "l.aged_at, l.opening_from, CAST(l.tiers AS TEXT) AS tiers, l.placement_matches, l.season "
     "FROM (SELECT 1 AS one) AS one "
@@ -124,21 +125,21 @@ def key_and_ladder(
         _KEY_AND_LADDER_SQL[dialect_of(session)],
         {"key_hash": key_hash, "ladder_id": ladder_id, "match_ids": id_list(session, match_ids)},
     ).one()
-    key = KeyRow(*row[:6]) if row[0] is not None else None
+    key = KeyRow(*row[:7]) if row[0] is not None else None
     recorded = {
         match_id: StoredMatch(match_id, digest, result)
-        for match_id, digest, result in (json.loads(row[8]) if row[8] else [])
+        for match_id, digest, result in (json.loads(row[9]) if row[9] else [])
     }
     return KeyAndLadder(
         key=key,
-        algorithm=row[6],
-        params=row[7],
+        algorithm=row[7],
+        params=row[8],
         recorded=recorded,
-        aged_at=row[9],
-        opening_from=row[10],
-        tiers=row[11],
-        placement=row[12] or 0,
-        season=row[13] or "1",
+        aged_at=row[10],
+        opening_from=row[11],
+        tiers=row[12],
+        placement=row[13] or 0,
+        season=row[14] or "1",
     )
 
 
