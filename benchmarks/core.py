@@ -7,6 +7,9 @@ outcomes, a draw now and then) through the public ``rate()`` and reports matches
 second, best of three runs. When the ``trueskill`` and ``openskill`` packages are installed
 they rate the same matches in the same run and the ratio is printed, so the figures compare
 on a shared, noisy machine. ``rate_1vs1`` is the fast path for one-on-one games.
+"TrueSkill+player_scores" rates the same matches with each player's own statistic as
+evidence (``stat_scale`` 4), beside TrueSkill without it: its ratio is the cost of the
+statistics.
 """
 
 from __future__ import annotations
@@ -123,6 +126,28 @@ def ours_1vs1(
     return run
 
 
+def with_statistics(model: Any, matches: list[Match], seed: int) -> Callable[[], int]:
+    """``ours`` with a random statistic for every player (an integer score, now and then
+    unknown)."""
+    rng = random.Random(seed)
+    prepared = [
+        (
+            [[as_rating(mu, s, False) for mu, s in t] for t in teams],
+            ranks,
+            [[None if rng.random() < 0.05 else float(rng.randrange(20)) for _ in t] for t in teams],
+        )
+        for teams, ranks in matches
+    ]
+    rate = model.rate
+
+    def run() -> int:
+        for teams, ranks, scores in prepared:
+            rate(teams, ranks=ranks, player_scores=scores)
+        return len(prepared)
+
+    return run
+
+
 def trueskill_package(matches: list[Match]) -> Callable[[], int] | None:
     try:
         import trueskill
@@ -177,6 +202,10 @@ def main() -> None:
         ts_ref_rate = best_rate(ts_ref, args.seconds) if ts_ref else None
         ts = best_rate(ours(TrueSkill(), matches), args.seconds)
         rows.append(("TrueSkill", shape_name, ts, "trueskill", ts_ref_rate))
+        stats = with_statistics(TrueSkill(stat_scale=4.0, stat_noise=4.0), matches, len(shape))
+        rows.append(
+            ("TrueSkill+player_scores", shape_name, best_rate(stats, args.seconds), "TrueSkill", ts)
+        )
         os_ref_rates: dict[str, float | None] = {}
         for name, cls in WENG_LIN.items():
             os_ref = openskill_package(matches, name)

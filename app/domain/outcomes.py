@@ -16,8 +16,8 @@ if TYPE_CHECKING:
 def canonical_request(body: MatchCreate) -> dict[str, Any]:
     """What identifies a match for idempotency: the body without ``match_id``.
 
-    ``advantage`` is part of it only when given, so a match without one keeps the
-    identity it had before matches could carry one.
+    ``advantage`` and ``player_scores`` are part of it only when given, so a match
+    without them keeps the identity it had before matches could carry them.
     """
     canonical: dict[str, Any] = {
         "teams": body.teams,
@@ -29,6 +29,8 @@ def canonical_request(body: MatchCreate) -> dict[str, Any]:
     }
     if body.advantage is not None:
         canonical["advantage"] = body.advantage
+    if body.player_scores is not None:
+        canonical["player_scores"] = body.player_scores
     return canonical
 
 

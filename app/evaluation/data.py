@@ -55,6 +55,8 @@ class Match:
     weights: tuple[tuple[float, ...], ...] | None = None
     scores: tuple[float, ...] | None = None
     advantage: tuple[float, ...] | None = None
+    #: Each player's own statistic in the shape of ``teams`` (None: unknown), if given.
+    player_scores: tuple[tuple[float | None, ...], ...] | None = None
 
 
 @dataclass(slots=True)
@@ -102,7 +104,17 @@ def _match(number: int, body: MatchCreate, day: float, teams: tuple[tuple[int, .
         ),
         scores=None if body.scores is None else tuple(float(s) for s in body.scores),
         advantage=None if advantage is None or not any(advantage) else tuple(advantage),
+        player_scores=player_scores_of(body.player_scores),
     )
+
+
+def player_scores_of(
+    values: list[list[float | None]] | None,
+) -> tuple[tuple[float | None, ...], ...] | None:
+    """Players' statistics as a match holds them (floats, None where unknown)."""
+    if values is None:
+        return None
+    return tuple(tuple(None if x is None else float(x) for x in row) for row in values)
 
 
 def _number_of(player: str, index: dict[str, int], players: list[str]) -> int:

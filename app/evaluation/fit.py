@@ -43,6 +43,9 @@ MAX_WIDENINGS = 6
 WIDENING = 4.0
 #: A point within this fraction of the searched range (in its scale) of an edge is on it.
 EDGE = 0.01
+#: A parameter with an ``off`` value stays off unless turning it on lowers the training
+#: loss by at least this much (about a thousandth of the loss of a coin flip).
+MIN_GAIN = 1e-3
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +55,8 @@ class Range:
     ``low``..``high`` is searched, logarithmically when ``log`` (both then positive);
     ``floor``..``ceiling`` is the documented range (for a logarithmic one whose documented
     lower end is 0, the smallest length ``MIN_LENGTH``), the most a widening reaches.
+    ``off``: the value that turns the parameter's piece of the model off (a statistic's
+    scale 0), kept unless the search found it helps (``MIN_GAIN``).
     """
 
     low: float
@@ -59,6 +64,7 @@ class Range:
     log: bool
     floor: float
     ceiling: float
+    off: float | None = None
 
     def to_value(self, x: float) -> float:
         """The value at position ``x`` in [0, 1] of the searched range."""
@@ -208,11 +214,22 @@ def search(
             break
         else:
             widened = False
+    for k in keys:
+        off = current[k].off
+        if off is None or best_values[k] == off:
+            continue
+        # Off again unless it helps: one more replay, past the budget if need be.
+        values = {**best_values, k: off}
+        loss = objective(values)
+        cache[tuple(f"{values[key]:.12g}" for key in keys)] = loss
+        if math.isfinite(loss) and loss <= best_loss + MIN_GAIN:
+            best_values, best_loss = values, loss
     on_bound = [
         OnBound(
             k, side, current[k].low if side == "low" else current[k].high, current[k].at_limit(side)
         )
         for k, side in _pressed(current, best_values)
+        if current[k].off is None or best_values[k] != current[k].off
     ]
     return Search(best_values, best_loss, first_loss, len(cache), widenings, current, on_bound)
 
@@ -269,7 +286,30 @@ def _margin_range(algorithm: str, params: Mapping[str, Any]) -> tuple[float, flo
     return (0.0, 4.0, False)
 
 
-def fitted_ranges(name: str, *, advantage: bool = False, margin: bool = False) -> dict[str, Range]:
+def _statistics_ranges(
+    algorithm: str, params: Mapping[str, Any]
+) -> dict[str, tuple[float, float, bool]]:
+    """The first searched ranges of a statistic's evidence: ``stat_scale`` linear from 0
+    (off) and ``stat_noise`` logarithmic, in performance deviations; ``stat_spread``
+    logarithmic in the statistic's units (from a tenth of a point to ten). Elo's scale is
+    in rating points, with its step ``stat_weight`` in place of a noise."""
+    if algorithm == "elo":  # rating points per deviation of the statistic; a step
+        return {
+            "stat_scale": (0.0, float(params.get("scale", 400.0)), False),
+            "stat_weight": (0.01, 0.5, True),
+            "stat_spread": (0.1, 10.0, True),
+        }
+    beta = float(params.get("beta", 25.0 / 6.0))
+    return {
+        "stat_scale": (0.0, 4.0 * beta, False),
+        "stat_noise": (beta / 2.0, 4.0 * beta, True),
+        "stat_spread": (0.1, 10.0, True),
+    }
+
+
+def fitted_ranges(
+    name: str, *, advantage: bool = False, margin: bool = False, statistics: bool = False
+) -> dict[str, Range]:
     """The parameters fitted for an algorithm or preset and their first searched ranges.
 
     TrueSkill: beta, tau, draw_probability; the Weng-Lin models (Plackett-Luce,
@@ -277,8 +317,10 @@ def fitted_ranges(name: str, *, advantage: bool = False, margin: bool = False) -
     and volatility; the Elo family: k_factor, from 1/20 to 8 times the configuration's own.
     With ``advantage`` (the matches give advantage shares), also ``advantage``, linearly
     from -1/2 to 3/2 performance deviations. With ``margin`` (the matches give scores),
-    also ``margin`` where the algorithm has one (``_margin_range``). Each may be widened up
-    to its documented range.
+    also ``margin`` where the algorithm has one (``_margin_range``). With ``statistics``
+    (the matches give players' statistics), also ``stat_scale`` and ``stat_noise`` where
+    the algorithm has them (``_statistics_ranges``; the scale stays 0, off, unless it
+    helps). Each may be widened up to its documented range.
     """
     algorithm, params = resolve(name)
     if algorithm == "trueskill":
@@ -295,12 +337,15 @@ def fitted_ranges(name: str, *, advantage: bool = False, margin: bool = False) -
         first = {"advantage": _advantage_range(algorithm, params), **first}
     if margin and "margin" in specs:
         first = {"margin": _margin_range(algorithm, params), **first}
+    if statistics and "stat_scale" in specs:
+        first = {**_statistics_ranges(algorithm, params), **first}
     ranges = {}
     for key, (low, high, log) in first.items():
         spec = specs[key]
         floor = max(spec.low, MIN_LENGTH) if log else spec.low
         ceiling = math.nextafter(spec.high, -math.inf) if spec.high_open else spec.high
-        ranges[key] = Range(max(low, floor), min(high, ceiling), log, floor, ceiling)
+        off = 0.0 if key == "stat_scale" else None
+        ranges[key] = Range(max(low, floor), min(high, ceiling), log, floor, ceiling, off)
     return ranges
 
 
@@ -376,6 +421,7 @@ def problem(
         name,
         advantage=any(m.advantage is not None for m in train),
         margin=any(m.scores is not None for m in train),
+        statistics=any(m.player_scores is not None for m in train),
     )
     return Problem(name, algorithm, base, start_params, ranges, split)
 

@@ -40,7 +40,14 @@ class PairLoss:
         self.matches = matches
         self.players = players
         self._replay = [
-            ReplayMatch(m.teams, m.ranks, m.weights, advantage=m.advantage, scores=m.scores)
+            ReplayMatch(
+                m.teams,
+                m.ranks,
+                m.weights,
+                advantage=m.advantage,
+                scores=m.scores,
+                player_scores=m.player_scores,
+            )
             for m in matches
         ]
         sizes = [sum(len(team) for team in m.teams) for m in matches]

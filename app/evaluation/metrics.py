@@ -134,10 +134,15 @@ def predict(
         if losses is not None and count.pairs:
             losses[pos] = match_pair_loss(model, teams, ranks, weights, shares)
         try:
+            # Statistics go only where a match has them: a model of another package (the
+            # benchmarks' oracles) takes no such argument.
+            extra: dict[str, Any] = {}
+            if m.player_scores is not None:
+                extra["player_scores"] = m.player_scores
             if m.scores is not None:
-                new = rate(teams, scores=m.scores, weights=weights, advantage=shares)
+                new = rate(teams, scores=m.scores, weights=weights, advantage=shares, **extra)
             else:
-                new = rate(teams, ranks=ranks, weights=weights, advantage=shares)
+                new = rate(teams, ranks=ranks, weights=weights, advantage=shares, **extra)
         except RatingInputError:
             unrated += 1
         else:

@@ -223,6 +223,83 @@ def shifted(teams: Teams, offsets: Sequence[float]) -> list[list[Rating]]:
     return [[Rating(r[0] + o, r[1]) for r in team] for team, o in zip(teams, offsets, strict=True)]
 
 
+#: Each player's own statistic in a match, in the shape of the teams (None: unknown).
+PlayerScores = Sequence[Sequence[float | None]]
+
+
+def standard_scores(
+    teams: Teams, player_scores: PlayerScores | None, spread: float = 0.0
+) -> list[list[float]] | None:
+    """Each player's statistic standardised within the match, (x - mean) / sqrt(sd^2 +
+    spread^2) over the players whose statistic is known (sd their population deviation;
+    ``spread`` the statistic's own scale, which steadies a match whose few points make sd
+    a poor measure), in the shape of ``teams``, NaN where it is unknown; ``None`` when it
+    says nothing (no statistics, fewer than two known, or all equal).
+    ``rating-models.md`` section 9."""
+    if player_scores is None:
+        return None
+    if len(player_scores) != len(teams):
+        raise RatingInputError(
+            "player_scores", f"expected {len(teams)} teams of scores, got {len(player_scores)}"
+        )
+    known: list[float] = []
+    for j, (team, row) in enumerate(zip(teams, player_scores, strict=True)):
+        if len(row) != len(team):
+            raise RatingInputError(
+                "player_scores",
+                f"player_scores[{j}] has {len(row)} values for a team of {len(team)}",
+            )
+        for x in row:
+            if x is None:
+                continue
+            if isinstance(x, bool) or not isinstance(x, int | float) or not _isfinite(x):
+                raise RatingInputError(
+                    "player_scores", f"player_scores[{j}] holds a non-finite value {x!r}"
+                )
+            known.append(float(x))
+    if len(known) < 2:
+        return None
+    mean = math.fsum(known) / len(known)
+    sd = math.sqrt(math.fsum((x - mean) ** 2 for x in known) / len(known))
+    if not sd > 0.0 or not _isfinite(sd):
+        return None
+    if spread:
+        sd = math.sqrt(sd * sd + spread * spread)
+    nan = math.nan
+    return [[nan if x is None else (float(x) - mean) / sd for x in row] for row in player_scores]
+
+
+#: Per player the Gaussian evidence (mean, variance) a statistic gives on their
+#: performance, in the shape of the teams (None: none for that player).
+Evidence = list[list[tuple[float, float] | None]]
+
+
+def statistic_evidence(
+    teams: Teams,
+    player_scores: PlayerScores | None,
+    scale: float,
+    noise: float,
+    spread: float = 0.0,
+) -> Evidence | None:
+    """The evidence N(p_i; e_i, noise^2) each player's statistic gives on their performance
+    (``rating-models.md`` section 9): with z_i the statistic standardised within the match
+    (:func:`standard_scores`, with ``spread``) and c the mean skill of the players whose
+    statistic is known, e_i = c + scale z_i. None: no evidence (no statistics, fewer than
+    two known or all equal, or a ``scale`` of 0). The statistics are checked either way."""
+    z = standard_scores(teams, player_scores, spread)
+    if z is None or scale == 0.0:
+        return None
+    known = [
+        rating[0]
+        for team, row in zip(teams, z, strict=True)
+        for rating, x in zip(team, row, strict=True)
+        if x == x
+    ]
+    centre = math.fsum(known) / len(known)
+    variance = noise * noise
+    return [[None if x != x else (centre + scale * x, variance) for x in row] for row in z]
+
+
 def check_positive(name: str, value: float, *, allow_zero: bool = False) -> float:
     """Validate a model parameter: a finite number > 0 (or >= 0 with ``allow_zero``)."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not _isfinite(value):
@@ -287,6 +364,7 @@ class RatingModel(Protocol):
         scores: Sequence[float] | None = None,
         weights: Weights | None = None,
         advantage: Sequence[float] | None = None,
+        player_scores: PlayerScores | None = None,
     ) -> list[list[Rating]]:
         """New ratings after a match, in the shape of ``teams``; inputs are not mutated."""
         ...

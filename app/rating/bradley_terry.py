@@ -195,9 +195,22 @@ class BradleyTerryPart(WengLin):
         advantage: float = 0.0,
         *,
         margin: float = 0.0,
+        stat_scale: float = 0.0,
+        stat_noise: float = 25.0 / 6.0,
+        stat_spread: float = 0.0,
     ) -> None:
         super().__init__(
-            mu, sigma, beta, tau, kappa, limit_sigma, advantage=advantage, margin=margin
+            mu,
+            sigma,
+            beta,
+            tau,
+            kappa,
+            limit_sigma,
+            advantage=advantage,
+            margin=margin,
+            stat_scale=stat_scale,
+            stat_noise=stat_noise,
+            stat_spread=stat_spread,
         )
         self._window = check_window(window_size)
 

@@ -102,6 +102,7 @@ import numpy.typing as npt
 
 from app.rating import _special
 from app.rating.base import (
+    PlayerScores,
     Rating,
     RatingInputError,
     Teams,
@@ -112,6 +113,7 @@ from app.rating.base import (
     check_weights,
     outcome_ranks,
     shifted,
+    statistic_evidence,
     team_offsets,
 )
 from app.rating.pairwise import LARGE_MATCH_PLAYERS, LARGE_MATCH_TEAMS, TeamStrengths, pair_blocks
@@ -194,6 +196,35 @@ PARAMETERS: Final = (
         "",
         0.0,
         100.0,
+    ),
+    Parameter(
+        "stat_scale",
+        0.0,
+        "Rating points per standard deviation of a player's own statistic in the match "
+        "(`player_scores`): after the outcome's update each rating moves stat_weight of the "
+        "way to c_i + stat_scale z_i, c_i the mean rating of the players whose statistic is "
+        "known (0: off).",
+        "",
+        0.0,
+        MAX_LENGTH,
+    ),
+    Parameter(
+        "stat_weight",
+        0.1,
+        "How far a rating moves towards what its statistic says, in [0, 1] (a step of the "
+        "gradient of the Gaussian evidence, as K is of the outcome's).",
+        "",
+        0.0,
+        1.0,
+    ),
+    Parameter(
+        "stat_spread",
+        0.0,
+        "The statistic's own scale, in its units: z_i = (x_i - mean) / sqrt(sd^2 + "
+        "stat_spread^2) (0: sd alone).",
+        "",
+        0.0,
+        MAX_LENGTH,
     ),
 )
 
@@ -312,6 +343,9 @@ class Elo:
         multiplayer: str = "pairwise_mean",
         advantage: float = 0.0,
         margin: float = 0.0,
+        stat_scale: float = 0.0,
+        stat_weight: float = 0.1,
+        stat_spread: float = 0.0,
     ) -> None:
         self._initial = check_finite("initial", initial)
         if abs(self._initial) > MAX_ABS_RATING:
@@ -324,6 +358,11 @@ class Elo:
         self._multiplayer = _choice("multiplayer", multiplayer, MULTIPLAYER)
         self._advantage = check_finite("advantage", advantage)
         self._margin = check_positive("margin", margin, allow_zero=True)
+        self._stat_scale = check_positive("stat_scale", stat_scale, allow_zero=True)
+        self._stat_weight = check_positive("stat_weight", stat_weight, allow_zero=True)
+        if self._stat_weight > 1.0:
+            raise RatingInputError("stat_weight", f"must be in [0, 1], got {stat_weight!r}")
+        self._stat_spread = check_positive("stat_spread", stat_spread, allow_zero=True)
         self._logistic = self._model == "logistic"
         # ln 10 / scale: logistic ratings to Kerby's rho.
         self._rho_per_point = _LN10 / self._scale
@@ -346,6 +385,9 @@ class Elo:
             "multiplayer": self._multiplayer,
             "advantage": self._advantage,
             "margin": self._margin,
+            "stat_scale": self._stat_scale,
+            "stat_weight": self._stat_weight,
+            "stat_spread": self._stat_spread,
         }
 
     @property
@@ -436,6 +478,7 @@ class Elo:
         scores: Sequence[float] | None = None,
         weights: Weights | None = None,
         advantage: Sequence[float] | None = None,
+        player_scores: PlayerScores | None = None,
     ) -> list[list[Rating]]:
         """New ratings after a match, in the shape of ``teams``; inputs are not mutated.
 
@@ -443,6 +486,31 @@ class Elo:
         teams play at (``shifted``); the deltas are added to the ratings themselves.
         """
         check_teams(teams, bayesian=False)
+        evidence = statistic_evidence(
+            teams, player_scores, self._stat_scale, 1.0, self._stat_spread
+        )
+        new = self._rate_outcome(teams, ranks, scores, weights, advantage)
+        if evidence is None:
+            return new
+        # The Gaussian evidence's gradient step: each rating stat_weight of the way to e_i.
+        eta = self._stat_weight
+        return [
+            [
+                r if found is None else Rating(_clamped(r.mu + eta * (found[0] - r.mu)), 0.0)
+                for r, found in zip(team, row, strict=True)
+            ]
+            for team, row in zip(new, evidence, strict=True)
+        ]
+
+    def _rate_outcome(
+        self,
+        teams: Teams,
+        ranks: Sequence[float] | None,
+        scores: Sequence[float] | None,
+        weights: Weights | None,
+        advantage: Sequence[float] | None,
+    ) -> list[list[Rating]]:
+        """The outcome's update (:meth:`rate` without the statistics)."""
         team_ranks = outcome_ranks(len(teams), ranks, scores)
         ws = check_weights(teams, weights)
         _check_range(teams)
@@ -737,6 +805,10 @@ def _check_player(argument: str, rating: object) -> None:
         raise RatingInputError(argument, "mu is not finite")
     if abs(mu) > MAX_ABS_RATING:
         raise RatingInputError(argument, f"mu must be within +-{MAX_ABS_RATING:g}")
+
+
+def _clamped(rating: float) -> float:
+    return min(max(rating, -MAX_ABS_RATING), MAX_ABS_RATING)
 
 
 def _check_range(teams: Teams) -> None:

@@ -75,6 +75,7 @@ from typing import Final
 import numpy as np
 
 from app.rating.base import (
+    PlayerScores,
     Rating,
     RatingInputError,
     Teams,
@@ -86,6 +87,7 @@ from app.rating.base import (
     check_teams,
     check_weights,
     outcome_ranks,
+    standard_scores,
     team_offsets,
 )
 from app.rating.pairwise import LARGE_MATCH_TEAMS, PAIR_BLOCK, FloatArray, TeamStrengths
@@ -488,6 +490,7 @@ class Glicko2:
         scores: Sequence[float] | None = None,
         weights: Weights | None = None,
         advantage: Sequence[float] | None = None,
+        player_scores: PlayerScores | None = None,
     ) -> list[list[Rating]]:
         """New ratings after a match, in the shape of ``teams``; inputs are not mutated.
 
@@ -498,6 +501,7 @@ class Glicko2:
         teams' advantages; the update moves r itself.
         """
         offsets = team_offsets(self._advantage, len(teams), advantage)
+        standard_scores(teams, player_scores)  # checked; not evidence in this model
         if (
             offsets is None
             and weights is None

@@ -29,7 +29,15 @@ from typing import Final
 
 from app.rating.base import CONSERVATIVE_K
 
-__all__ = ["ADVANTAGE", "LADDER_PARAMETERS", "MAX_LENGTH", "MAX_MEAN", "MIN_LENGTH", "Parameter"]
+__all__ = [
+    "ADVANTAGE",
+    "LADDER_PARAMETERS",
+    "MAX_LENGTH",
+    "MAX_MEAN",
+    "MIN_LENGTH",
+    "Parameter",
+    "statistic_parameters",
+]
 
 #: The largest |mean| of a prior or a seeded rating.
 MAX_MEAN: Final = 1e9
@@ -132,6 +140,43 @@ LADDER_PARAMETERS: Final = (
 
 
 #: Every model's size of the advantage a match may give a team (``base.team_offsets``).
+def statistic_parameters(noise: float) -> tuple[Parameter, Parameter, Parameter]:
+    """``stat_scale``, ``stat_noise`` and ``stat_spread``: a player's own statistic in the
+    match as evidence on their performance (``rating-models.md`` section 9), ``noise`` the
+    default deviation."""
+    return (
+        Parameter(
+            "stat_scale",
+            0.0,
+            "Performance units per standard deviation of a player's own statistic in the "
+            "match (`player_scores`): the statistic is evidence N(p_i; c_i + stat_scale z_i, "
+            "stat_noise^2) on the player's performance, c_i the mean skill of the players "
+            "whose statistic is known (0: off).",
+            "",
+            0.0,
+            MAX_LENGTH,
+        ),
+        Parameter(
+            "stat_noise",
+            noise,
+            "Deviation of that evidence: how loosely a player's statistic pins their performance.",
+            "",
+            MIN_LENGTH,
+            MAX_LENGTH,
+        ),
+        Parameter(
+            "stat_spread",
+            0.0,
+            "The statistic's own scale, in its units: z_i = (x_i - mean) / sqrt(sd^2 + "
+            "stat_spread^2), sd the deviation of the match's statistics; it steadies "
+            "matches of a few points, whose sd is a poor measure (0: sd alone).",
+            "",
+            0.0,
+            MAX_LENGTH,
+        ),
+    )
+
+
 ADVANTAGE: Final = Parameter(
     "advantage",
     0.0,

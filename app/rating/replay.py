@@ -88,7 +88,8 @@ class ReplayMatch:
     any fixed epoch (only differences matter, for ``tau_per_day``); ``advantage`` each
     team's share of the model's advantage (``None``: no team has any); ``scores`` the
     teams' scores when the match was given by them (higher is better; ``ranks`` then holds
-    them negated), for a model with a ``margin``.
+    them negated), for a model with a ``margin``; ``player_scores`` each player's own
+    statistic in the shape of ``teams`` (None: unknown), for a model with a ``stat_scale``.
     """
 
     teams: Sequence[Sequence[int]]
@@ -97,6 +98,7 @@ class ReplayMatch:
     day: float = 0.0
     advantage: Sequence[float] | None = None
     scores: Sequence[float] | None = None
+    player_scores: Sequence[Sequence[float | None]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,8 +207,9 @@ def replay(
     and pairwise Elo. The rest (TrueSkill's message passing and whole-order Elo for three
     or more teams, groups under ``MIN_BLOCK``, replays under ``MIN_FAST_MATCHES``, models
     of other classes) goes through ``model.rate`` one match at a time, and so does a
-    replay in which an advantage or a margin counts (a model with a nonzero ``advantage``
-    and a match giving shares, or a nonzero ``margin`` and a match given by scores).
+    replay in which an advantage, a margin or statistics count (a model with a nonzero
+    ``advantage`` and a match giving shares, a nonzero ``margin`` and a match given by
+    scores, or a nonzero ``stat_scale`` and a match giving ``player_scores``).
 
     Raises ``RatingInputError`` naming the argument: ``mu``, ``sigma``, ``last_day``,
     ``tau_per_day``, or ``matches[i].<argument>`` for match i (its ``teams``, ``ranks``,
@@ -246,12 +249,16 @@ def replay(
 
 
 def _side_information_counts(model: RatingModel, matches: Sequence[ReplayMatch]) -> bool:
-    """Whether a match of ``matches`` gives an advantage or scores that ``model`` counts."""
+    """Whether a match of ``matches`` gives an advantage, scores or players' statistics
+    that ``model`` counts."""
     params = model.params
     advantage = bool(params.get("advantage"))
     margin = bool(params.get("margin"))
+    statistics = bool(params.get("stat_scale"))
     return any(
-        (advantage and m.advantage is not None) or (margin and m.scores is not None)
+        (advantage and m.advantage is not None)
+        or (margin and m.scores is not None)
+        or (statistics and m.player_scores is not None)
         for m in matches
     )
 
@@ -311,11 +318,19 @@ def _replay_one_by_one(
                 quality.append(model.quality(teams, match.weights, match.advantage))
             if match.scores is not None:
                 new = model.rate(
-                    teams, scores=match.scores, weights=match.weights, advantage=match.advantage
+                    teams,
+                    scores=match.scores,
+                    weights=match.weights,
+                    advantage=match.advantage,
+                    player_scores=match.player_scores,
                 )
             else:
                 new = model.rate(
-                    teams, ranks=match.ranks, weights=match.weights, advantage=match.advantage
+                    teams,
+                    ranks=match.ranks,
+                    weights=match.weights,
+                    advantage=match.advantage,
+                    player_scores=match.player_scores,
                 )
         except RatingInputError as exc:
             raise RatingInputError(f"matches[{index}].{exc.argument}", exc.message) from None

@@ -98,9 +98,22 @@ class ThurstoneMostellerFull(WengLin):
         advantage: float = 0.0,
         *,
         margin: float = 0.0,
+        stat_scale: float = 0.0,
+        stat_noise: float = 25.0 / 6.0,
+        stat_spread: float = 0.0,
     ) -> None:
         super().__init__(
-            mu, sigma, beta, tau, kappa, limit_sigma, advantage=advantage, margin=margin
+            mu,
+            sigma,
+            beta,
+            tau,
+            kappa,
+            limit_sigma,
+            advantage=advantage,
+            margin=margin,
+            stat_scale=stat_scale,
+            stat_noise=stat_noise,
+            stat_spread=stat_spread,
         )
         self._epsilon = check_positive("epsilon", epsilon, allow_zero=True)
 
@@ -229,6 +242,9 @@ class ThurstoneMostellerPart(ThurstoneMostellerFull):
         advantage: float = 0.0,
         *,
         margin: float = 0.0,
+        stat_scale: float = 0.0,
+        stat_noise: float = 25.0 / 6.0,
+        stat_spread: float = 0.0,
     ) -> None:
         super().__init__(
             mu,
@@ -240,6 +256,9 @@ class ThurstoneMostellerPart(ThurstoneMostellerFull):
             epsilon,
             advantage=advantage,
             margin=margin,
+            stat_scale=stat_scale,
+            stat_noise=stat_noise,
+            stat_spread=stat_spread,
         )
         self._window = check_window(window_size)
 

@@ -20,6 +20,7 @@ tau = mean / variance); no factor objects are built, which keeps a match in micr
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -28,6 +29,8 @@ import numpy as np
 
 from app.rating import _special
 from app.rating.base import (
+    Evidence,
+    PlayerScores,
     Rating,
     RatingInputError,
     Teams,
@@ -37,11 +40,19 @@ from app.rating.base import (
     check_teams,
     check_weights,
     outcome_ranks,
+    statistic_evidence,
     team_offsets,
 )
 from app.rating.gaussian import interval_probability, ppf, trunc_draw, trunc_win
 from app.rating.pairwise import FloatArray, TeamStrengths
-from app.rating.params import ADVANTAGE, MAX_LENGTH, MAX_MEAN, MIN_LENGTH, Parameter
+from app.rating.params import (
+    ADVANTAGE,
+    MAX_LENGTH,
+    MAX_MEAN,
+    MIN_LENGTH,
+    Parameter,
+    statistic_parameters,
+)
 from app.rating.quality import MIN_TEAM_VARIANCE, gaussian_win_probabilities, match_quality
 
 __all__ = [
@@ -116,6 +127,7 @@ PARAMETERS = (
         0.0,
         MAX_LENGTH,
     ),
+    *statistic_parameters(DEFAULT_BETA),
 )
 
 #: Message passing (3+ teams) measures, per round, the largest move of the marginal of a
@@ -221,6 +233,9 @@ class TrueSkill:
         draw_probability: float = DEFAULT_DRAW_PROBABILITY,
         advantage: float = 0.0,
         margin: float = 0.0,
+        stat_scale: float = 0.0,
+        stat_noise: float = DEFAULT_BETA,
+        stat_spread: float = 0.0,
         *,
         ep_tolerance: float = EP_TOLERANCE,
         ep_max_rounds: int = EP_MAX_ROUNDS,
@@ -241,6 +256,9 @@ class TrueSkill:
         self._draw_probability = draw_probability
         self._advantage = check_finite("advantage", advantage)
         self._margin = check_positive("margin", margin, allow_zero=True)
+        self._stat_scale = check_positive("stat_scale", stat_scale, allow_zero=True)
+        self._stat_noise = check_positive("stat_noise", stat_noise)
+        self._stat_spread = check_positive("stat_spread", stat_spread, allow_zero=True)
         self._ep_tolerance = check_positive("ep_tolerance", ep_tolerance)
         if (
             isinstance(ep_max_rounds, bool)
@@ -255,6 +273,7 @@ class TrueSkill:
         self._tau2 = self._tau * self._tau
         # eps for two compared teams of n players in all is _margin_unit * sqrt(n).
         self._margin_unit = ppf((draw_probability + 1.0) / 2.0) * self._beta
+        self._performances: TrueSkill | None = None
 
     # -- the protocol -----------------------------------------------------------------
 
@@ -269,6 +288,9 @@ class TrueSkill:
             "draw_probability": self._draw_probability,
             "advantage": self._advantage,
             "margin": self._margin,
+            "stat_scale": self._stat_scale,
+            "stat_noise": self._stat_noise,
+            "stat_spread": self._stat_spread,
         }
 
     def rating(self, mu: float | None = None, sigma: float | None = None) -> Rating:
@@ -299,6 +321,7 @@ class TrueSkill:
         scores: Sequence[float] | None = None,
         weights: Weights | None = None,
         advantage: Sequence[float] | None = None,
+        player_scores: PlayerScores | None = None,
     ) -> list[list[Rating]]:
         """New ratings after a match, in the shape and order of ``teams``.
 
@@ -307,6 +330,8 @@ class TrueSkill:
         a player with weight 0 only receives the dynamics tau. Raises ``RatingInputError``
         naming the argument; a team whose weights are all 0 is rejected ("weights").
         ``advantage``: each team's share; ``advantage`` times it adds to the team's m_j.
+        ``player_scores``: each player's own statistic (None: unknown), evidence on their
+        performance where ``stat_scale`` is above 0 (:meth:`_rate_with_evidence`).
         """
         check_teams(teams, bayesian=True)
         k = len(teams)
@@ -317,6 +342,11 @@ class TrueSkill:
                 if not any(row):
                     raise RatingInputError("weights", f"every weight of team {j} is 0")
         offsets = team_offsets(self._advantage, k, advantage)
+        evidence = statistic_evidence(
+            teams, player_scores, self._stat_scale, self._stat_noise, self._stat_spread
+        )
+        if evidence is not None:
+            return self._rate_with_evidence(teams, rank, ws, offsets, scores, evidence)
         if k == 2:
             if self._margin > 0.0 and scores is not None:
                 gap = self._margin * (float(scores[0]) - float(scores[1]))
@@ -396,6 +426,77 @@ class TrueSkill:
         return interval_probability((-eps - diff) / sd, (eps - diff) / sd)
 
     # -- internals ----------------------------------------------------------------------
+
+    def _rate_with_evidence(
+        self,
+        teams: Teams,
+        rank: list[float],
+        ws: list[list[float]] | None,
+        offsets: list[float] | None,
+        scores: Sequence[float] | None,
+        evidence: Evidence,
+    ) -> list[list[Rating]]:
+        """The update with each player's statistic as one more Gaussian factor
+        N(p_i; e_i, r_i) on their performance p_i (``base.statistic_evidence``).
+
+        The factor is Gaussian, so the message it sends is exact: the performance's
+        message down to the team sums becomes N(m~_i, v~_i), the product of N(mu_i, v_i +
+        beta^2) (v_i = sigma_i^2 + tau^2) and the evidence. From there the outcome's
+        inference is the usual one, run on performances (a model with beta = tau = 0 whose
+        "skills" are the p_i, and the same draw margins): exact for two teams, expectation
+        propagation for more. It gives each p_i's posterior N(a_i, b_i). Since the evidence
+        is about p_i alone, s_i given p_i is still N(mu_i + g_i (p_i - mu_i), g_i beta^2)
+        with g_i = v_i / (v_i + beta^2), so the skill's posterior is
+            mu_i' = mu_i + g_i (a_i - mu_i),   sigma_i'^2 = g_i beta^2 + g_i^2 b_i.
+        Without evidence for a player this is exactly the plain update; docs/models.md
+        derives it."""
+        tau2 = self._tau2
+        beta2 = self._beta2
+        virtual: list[list[Rating]] = []
+        for team, row in zip(teams, evidence, strict=True):
+            out: list[Rating] = []
+            for (mu, sigma), found in zip(team, row, strict=True):
+                prior = sigma * sigma + tau2 + beta2
+                if found is None:
+                    out.append(Rating(mu, _sqrt(prior)))
+                    continue
+                e, r = found
+                var = 1.0 / (1.0 / prior + 1.0 / r)
+                out.append(Rating(var * (mu / prior + e / r), _sqrt(var)))
+            virtual.append(out)
+        performances = self._performance_model()
+        k = len(teams)
+        if k == 2 and self._margin > 0.0 and scores is not None:
+            gap = self._margin * (float(scores[0]) - float(scores[1]))
+            posterior = performances._observe_two(virtual, ws, gap, offsets)
+        elif k == 2 and rank[1] < rank[0]:
+            flipped = None if ws is None else [ws[1], ws[0]]
+            swapped = None if offsets is None else [offsets[1], offsets[0]]
+            b_new, a_new = performances._rate_two((virtual[1], virtual[0]), flipped, False, swapped)
+            posterior = [a_new, b_new]
+        elif k == 2:
+            posterior = performances._rate_two(virtual, ws, rank[0] == rank[1], offsets)
+        else:
+            posterior = performances._rate_many(virtual, rank, ws, offsets)
+        result: list[list[Rating]] = []
+        for team, moved in zip(teams, posterior, strict=True):
+            new: list[Rating] = []
+            for (mu, sigma), (a, b) in zip(team, moved, strict=True):
+                v = sigma * sigma + tau2
+                gain = v / (v + beta2)
+                new.append(Rating(mu + gain * (a - mu), _sqrt(gain * beta2 + gain * gain * b * b)))
+            result.append(new)
+        return result
+
+    def _performance_model(self) -> TrueSkill:
+        """This model on performances: no beta and no tau (each "skill" given to it is a
+        performance), the same draw margins, advantage and margin."""
+        if self._performances is None:
+            performances = copy.copy(self)
+            performances._beta2 = 0.0
+            performances._tau2 = 0.0
+            self._performances = performances
+        return self._performances
 
     def _team_performances(
         self, teams: Teams, weights: Weights | None, advantage: Sequence[float] | None

@@ -33,6 +33,8 @@ import numpy as np
 
 from app.rating import _special
 from app.rating.base import (
+    Evidence,
+    PlayerScores,
     Rating,
     RatingInputError,
     Teams,
@@ -42,11 +44,19 @@ from app.rating.base import (
     check_teams,
     check_weights,
     outcome_ranks,
+    statistic_evidence,
     team_offsets,
 )
 from app.rating.gaussian import ppf
 from app.rating.pairwise import FloatArray, TeamStrengths
-from app.rating.params import ADVANTAGE, MAX_LENGTH, MAX_MEAN, MIN_LENGTH, Parameter
+from app.rating.params import (
+    ADVANTAGE,
+    MAX_LENGTH,
+    MAX_MEAN,
+    MIN_LENGTH,
+    Parameter,
+    statistic_parameters,
+)
 from app.rating.quality import PredictedRank, match_quality, ranks_from_pairwise
 
 __all__ = ["MARGIN", "MIN_KAPPA", "PARAMETERS", "WengLin", "margin_factor", "partial_play"]
@@ -114,6 +124,7 @@ PARAMETERS = (
     ),
     ADVANTAGE,
     MARGIN,
+    *statistic_parameters(25.0 / 6.0),
 )
 
 _sqrt = math.sqrt
@@ -211,6 +222,13 @@ class WengLin(ABC):
       divide the pair's mean difference by it, Plackett-Luce moves each team's mean
       (``PlackettLuce._team_steps``). Ranks alone, ties and differences up to the margin
       change nothing.
+    - ``stat_scale`` (0: off), ``stat_noise`` and ``stat_spread``: each player's own
+      statistic in the match (``player_scores``) as evidence N(p_i; e_i, stat_noise^2) on
+      their performance (``base.statistic_evidence``). The family's update is already an
+      approximation that treats each match's likelihood on its own; the evidence is one
+      more such likelihood, taken after the team update as the exact Gaussian (Kalman)
+      update of the skill, whose performance p_i ~ N(s_i, beta^2) it observes:
+      mu_i += v_i (e_i - mu_i) / (v_i + beta^2 + r), v_i *= (beta^2 + r) / (v_i + beta^2 + r).
 
     The object is immutable after construction; every method returns new values.
     """
@@ -229,6 +247,9 @@ class WengLin(ABC):
         "_margin",
         "_mu",
         "_sigma",
+        "_stat_noise",
+        "_stat_scale",
+        "_stat_spread",
         "_tau",
         "_tau2",
     )
@@ -244,6 +265,9 @@ class WengLin(ABC):
         *,
         advantage: float = 0.0,
         margin: float = 0.0,
+        stat_scale: float = 0.0,
+        stat_noise: float = 25.0 / 6.0,
+        stat_spread: float = 0.0,
     ) -> None:
         self._mu = check_finite("mu", mu)
         self._sigma = check_positive("sigma", sigma)
@@ -257,6 +281,9 @@ class WengLin(ABC):
         self._limit_sigma = limit_sigma
         self._advantage = check_finite("advantage", advantage)
         self._margin = check_positive("margin", margin, allow_zero=True)
+        self._stat_scale = check_positive("stat_scale", stat_scale, allow_zero=True)
+        self._stat_noise = check_positive("stat_noise", stat_noise)
+        self._stat_spread = check_positive("stat_spread", stat_spread, allow_zero=True)
         # Precomputed for the hot path.
         self._beta2 = self._beta * self._beta
         self._tau2 = self._tau * self._tau
@@ -277,6 +304,9 @@ class WengLin(ABC):
             "limit_sigma": self._limit_sigma,
             "advantage": self._advantage,
             "margin": self._margin,
+            "stat_scale": self._stat_scale,
+            "stat_noise": self._stat_noise,
+            "stat_spread": self._stat_spread,
         }
 
     def rating(self, mu: float | None = None, sigma: float | None = None) -> Rating:
@@ -294,6 +324,7 @@ class WengLin(ABC):
         scores: Sequence[float] | None = None,
         weights: Weights | None = None,
         advantage: Sequence[float] | None = None,
+        player_scores: PlayerScores | None = None,
     ) -> list[list[Rating]]:
         """New ratings after one match, in the shape of ``teams``.
 
@@ -321,7 +352,32 @@ class WengLin(ABC):
         offsets = team_offsets(self._advantage, k, advantage)
         # With scores the ranks are the negated scores: |r_i - r_q| is the score difference.
         factors = None if scores is None or r is None else self.margin_factors(r)
-        return self._update(teams, r, None if w is None else partial_play(w), offsets, factors)
+        evidence = statistic_evidence(
+            teams, player_scores, self._stat_scale, self._stat_noise, self._stat_spread
+        )
+        new = self._update(teams, r, None if w is None else partial_play(w), offsets, factors)
+        return new if evidence is None else self._observe(new, evidence)
+
+    def _observe(self, teams: list[list[Rating]], evidence: Evidence) -> list[list[Rating]]:
+        """The skills after the evidence N(p_i; e_i, r) on each performance p_i ~ N(s_i,
+        beta^2): the Gaussian update of s_i by e_i observed with variance beta^2 + r."""
+        beta2 = self._beta2
+        out = []
+        for team, row in zip(teams, evidence, strict=True):
+            new = []
+            for rating, found in zip(team, row, strict=True):
+                if found is None:
+                    new.append(rating)
+                    continue
+                e, r = found
+                v = rating.sigma * rating.sigma
+                noise = beta2 + r
+                total = v + noise
+                new.append(
+                    Rating(rating.mu + v * (e - rating.mu) / total, math.sqrt(v * noise / total))
+                )
+            out.append(new)
+        return out
 
     def margin_factors(self, scores: Sequence[float]) -> list[list[float]] | None:
         """The factor f_iq of every pair of teams for these scores (``margin_factor``), a

@@ -187,6 +187,8 @@ class PlayedMatch:
     #: Players beyond the names listed.
     more_opponents: int = 0
     voided: bool = False
+    #: The player's own statistic in the match (``player_scores``), where it was given.
+    statistic: float | None = None
 
     @property
     def change(self) -> float:
@@ -261,12 +263,18 @@ def match_history(
     )
     ids = [entry.match_id for entry in page.entries if entry.match_id is not None]
     stored = match_repo.find_matches(session=session, ladder_id=ladder.id, match_ids=ids)
+    statistics = match_repo.statistics_of(
+        session=session, ladder_id=ladder.id, match_ids=ids, player_id=player_id
+    )
     return MatchHistory(
         entries=[
-            _played(
-                entry,
-                player_id,
-                stored[entry.match_id].result if entry.match_id in stored else None,
+            replace(
+                _played(
+                    entry,
+                    player_id,
+                    stored[entry.match_id].result if entry.match_id in stored else None,
+                ),
+                statistic=statistics.get(entry.match_id) if entry.match_id else None,
             )
             for entry in page.entries
         ],

@@ -31,7 +31,7 @@ from app.storage.repositories.rerating import MatchRow, matches_page
 PAGE = 1_000
 
 #: The fields of a stored request that a match body carries as they are.
-_BODY_FIELDS = ("teams", "ranks", "scores", "weights", "advantage", "meta")
+_BODY_FIELDS = ("teams", "ranks", "scores", "weights", "advantage", "player_scores", "meta")
 
 
 def match_body(row: MatchRow) -> MatchCreate:

@@ -43,7 +43,7 @@ from app.domain.ladders import full_params
 from app.domain.outcomes import outcome_of
 from app.domain.times import utc
 from app.errors import InvalidInput, NotInstalled
-from app.evaluation.data import Match, MatchFile
+from app.evaluation.data import Match, MatchFile, player_scores_of
 from app.rating.registry import ALGORITHMS, parameters
 from app.services import ladders, rerate
 from app.services.rerate import Progress, Rerating
@@ -124,6 +124,7 @@ def _match(row: MatchRow, index: dict[str, int], players: list[str]) -> Match:
         weights=None if weights is None else tuple(tuple(map(float, w)) for w in weights),
         scores=None if scores is None else tuple(float(s) for s in scores),
         advantage=None if advantage is None else tuple(float(a) for a in advantage),
+        player_scores=player_scores_of(request.get("player_scores")),
     )
 
 

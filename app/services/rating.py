@@ -65,6 +65,8 @@ class Planned:
     weights: list[list[float]] | None
     advantage: list[float] | None = None
     scores: list[float] | None = None
+    #: Each player's own statistic, in the shape of ``teams`` (None: unknown).
+    player_scores: list[list[float | None]] | None = None
 
 
 @dataclass
@@ -166,6 +168,7 @@ def _replay_matches(
             day=day_of(match.played_at),
             advantage=match.advantage,
             scores=match.scores,
+            player_scores=match.player_scores,
         )
         for match in matches
     ]

@@ -177,6 +177,7 @@ def planned_match(incoming: _Incoming) -> Planned:
         weights=body.weights,
         advantage=body.advantage,
         scores=body.scores,
+        player_scores=body.player_scores,
     )
 
 

@@ -85,6 +85,7 @@ def _planned(row: MatchRow) -> Planned:
         weights=request.get("weights"),
         advantage=request.get("advantage"),
         scores=request.get("scores"),
+        player_scores=request.get("player_scores"),
     )
 
 

@@ -158,6 +158,9 @@ def test_fit_improves_log_loss_on_the_training_part(write_matches: WriteMatches)
         "draw_probability",
         "advantage",
         "margin",
+        "stat_scale",
+        "stat_noise",
+        "stat_spread",
     }
     # Tighter performances than the default beta 25/6 describe these players.
     assert float(result.params["beta"]) < 25.0 / 6.0

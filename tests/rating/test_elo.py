@@ -113,6 +113,9 @@ class TestDefaultsAndParams:
             "multiplayer": "pairwise_mean",
             "advantage": 0.0,
             "margin": 0.0,
+            "stat_scale": 0.0,
+            "stat_weight": 0.1,
+            "stat_spread": 0.0,
         }
         assert Elo.name == "elo"
 

@@ -25,7 +25,11 @@ ORACLE_MIN_DELTA = 1e-12
 
 
 def _oracle(model: TrueSkill) -> trueskill.TrueSkill:
-    params = {k: v for k, v in model.params.items() if k not in ("advantage", "margin")}
+    params = {
+        k: v
+        for k, v in model.params.items()
+        if k not in ("advantage", "margin") and not k.startswith("stat_")
+    }
     return trueskill.TrueSkill(backend="scipy", **params)
 
 
@@ -54,6 +58,9 @@ class TestDefaults:
                 "draw_probability": 0.10,
                 "advantage": 0.0,
                 "margin": 0.0,
+                "stat_scale": 0.0,
+                "stat_noise": 25.0 / 6.0,
+                "stat_spread": 0.0,
             }
         )
         assert model.rating() == Rating(25.0, 25 / 3)

@@ -113,6 +113,7 @@ def core_replay(algorithm: str, params: dict[str, Any], events: list[dict[str, A
             scores=event.get("scores"),
             weights=weights,
             advantage=advantage,
+            player_scores=event.get("player_scores"),
         )
         changes: dict[str, tuple[Rating, Rating]] = {}
         for team, olds, news in zip(event["teams"], stored, new, strict=True):

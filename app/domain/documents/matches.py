@@ -48,6 +48,12 @@ class MatchCreate(TeamsBody):
                 },
                 {"teams": [["alice"], ["bob"]]},
                 {"match_id": "g-1043", "teams": [["alice"], ["bob"]], "scores": [3, 5]},
+                {
+                    "match_id": "g-1044",
+                    "teams": [["alice", "bob"], ["carol", "dave"]],
+                    "ranks": [1, 2],
+                    "player_scores": [[14, 3], [9, None]],
+                },
             ]
         },
     )
@@ -68,6 +74,13 @@ class MatchCreate(TeamsBody):
     )
     scores: list[Outcome] | None = Field(
         default=None, description="One per team, higher is better (instead of ranks)."
+    )
+    player_scores: list[list[Outcome | None]] | None = Field(
+        default=None,
+        description="Each player's own statistic in the match (score, kills, objective "
+        "points: higher is better), in the shape of `teams`; null where unknown. On a "
+        "ladder whose `stat_scale` is above 0 it is evidence about each player's "
+        "performance besides the outcome (TrueSkill 2's individual statistics).",
     )
     meta: dict[str, Any] | None = Field(
         default=None, description="Anything the game wants kept with the match (at most 4 KB)."
@@ -90,6 +103,23 @@ class MatchCreate(TeamsBody):
             raise ValueError(
                 f"{info.field_name}: expected {len(teams)} values (one per team), got {len(values)}"
             )
+        return values
+
+    @field_validator("player_scores")
+    @classmethod
+    def _scores_match_teams(
+        cls, values: list[list[float | None]] | None, info: ValidationInfo
+    ) -> list[list[float | None]] | None:
+        teams = info.data.get("teams")
+        if values is None or teams is None:
+            return values
+        if len(values) != len(teams):
+            raise ValueError(
+                f"player_scores: expected {len(teams)} lists (one per team), got {len(values)}"
+            )
+        for j, (team, row) in enumerate(zip(teams, values, strict=True)):
+            if len(row) != len(team):
+                raise ValueError(f"player_scores[{j}]: {len(row)} values for a team of {len(team)}")
         return values
 
     @field_validator("meta")

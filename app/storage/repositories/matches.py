@@ -86,6 +86,29 @@ def find_matches(
     return found
 
 
+def statistics_of(
+    *, session: Session, ladder_id: str, match_ids: Sequence[str], player_id: str
+) -> dict[str, float]:
+    """The player's own statistic (``player_scores``) in those of ``match_ids`` that give
+    it, by match id."""
+    found: dict[str, float] = {}
+    for chunk in chunked(match_ids, session):
+        rows = session.execute(
+            select(Match.match_id, Match.request).where(
+                Match.ladder_id == ladder_id, Match.match_id.in_(list(chunk))
+            )
+        )
+        for match_id, request in rows:
+            scores = request.get("player_scores")
+            if scores is None:
+                continue
+            for team, row in zip(request["teams"], scores, strict=True):
+                for player, score in zip(team, row, strict=True):
+                    if player == player_id and score is not None:
+                        found[match_id] = float(score)
+    return found
+
+
 def allocate_match_seqs(*, session: Session, count: int) -> list[int]:
     """``count`` new match seqs, increasing, in one round trip.
 
