@@ -203,14 +203,19 @@ def _tail_moments(s: FloatArray, e: FloatArray) -> tuple[FloatArray, FloatArray]
 
 
 class Side:
-    """One team of a block: (B, n) arrays of means, deviations and model weights."""
+    """One team of a block: (B, n) arrays of means, deviations and model weights, and the
+    players' statistics standardised within their match (``base.standard_scores``; NaN
+    where unknown; ``None`` when no match of the block has any)."""
 
-    __slots__ = ("mu", "sigma", "weight")
+    __slots__ = ("mu", "sigma", "weight", "z")
 
-    def __init__(self, mu: FloatArray, sigma: FloatArray, weight: FloatArray) -> None:
+    def __init__(
+        self, mu: FloatArray, sigma: FloatArray, weight: FloatArray, z: FloatArray | None = None
+    ) -> None:
         self.mu = mu
         self.sigma = sigma
         self.weight = weight
+        self.z = z
 
 
 class Kernel(ABC):
@@ -225,6 +230,8 @@ class Kernel(ABC):
     #: by message passing (whose cost per block grows with the slowest match).
     many_teams: bool = False
     message_passing: bool = False
+    #: Whether ``rate`` takes players' statistics (``Side.z``) as evidence.
+    evidence: bool = False
 
     def weights(self, raw: list[list[float]]) -> list[list[float]]:
         """The per-player weights the update uses, from ``check_weights``'s output."""
@@ -264,7 +271,11 @@ class TrueSkillKernel(Kernel):
         tau = float(params["tau"])
         self._model = model
         self._tau2 = tau * tau
+        self._beta2 = beta * beta
         self._extra = self._tau2 + beta * beta
+        self._stat_scale = float(params["stat_scale"])
+        self._stat_noise2 = float(params["stat_noise"]) ** 2
+        self.evidence = self._stat_scale > 0.0
         self._tolerance = model._ep_tolerance
         self._max_rounds = model._ep_max_rounds
         self.quality_beta = beta
@@ -284,6 +295,82 @@ class TrueSkillKernel(Kernel):
         sa = _column_sum(a.weight * a.weight * (a.sigma * a.sigma + extra))
         mb = _column_sum(b.weight * b.mu)
         sb = _column_sum(b.weight * b.weight * (b.sigma * b.sigma + extra))
+        move_a, scale, low = self._messages(a, b, ma, sa, mb, sb, outcome)
+        out: list[FloatArray] = []
+        for side, move in ((a, move_a), (b, -move_a)):
+            w = side.weight
+            var = side.sigma * side.sigma + tau2
+            wv = w * w * var
+            factor = 1.0 - wv * scale
+            floor = wv * low
+            factor = np.where(factor < floor, floor, factor)
+            out.append(side.mu + w * var * move)
+            out.append(np.sqrt(var * factor))
+        if a.z is not None or b.z is not None:
+            self._observe(a, b, outcome, out)
+        return out[0], out[1], out[2], out[3]
+
+    def _observe(self, a: Side, b: Side, outcome: IntArray, out: list[FloatArray]) -> None:
+        """``TrueSkill._rate_with_evidence`` over the rows of the block whose statistics
+        say something (their ``out`` rows replaced): each performance's message down is
+        the product of N(mu, v + beta^2) and its evidence, the outcome is inferred on the
+        performances, and each skill follows its performance (``docs/models.md``)."""
+        z_a = a.z if a.z is not None else np.full_like(a.mu, np.nan)
+        z_b = b.z if b.z is not None else np.full_like(b.mu, np.nan)
+        known_a = ~np.isnan(z_a)
+        known_b = ~np.isnan(z_b)
+        count = known_a.sum(axis=1) + known_b.sum(axis=1)
+        rows = count > 0
+        if not rows.any():
+            return
+        tau2, beta2, r = self._tau2, self._beta2, self._stat_noise2
+        centre = (
+            np.where(known_a, a.mu, 0.0).sum(axis=1) + np.where(known_b, b.mu, 0.0).sum(axis=1)
+        ) / np.where(rows, count, 1)
+        virtual = []
+        for side, z, known in ((a, z_a, known_a), (b, z_b, known_b)):
+            prior = side.sigma * side.sigma + tau2 + beta2
+            e = centre[:, None] + self._stat_scale * np.where(known, z, 0.0)
+            var = np.where(known, 1.0 / (1.0 / prior + 1.0 / r), prior)
+            mean = np.where(known, var * (side.mu / prior + e / r), side.mu)
+            virtual.append((mean, var))
+        (m_a, v_a), (m_b, v_b) = virtual
+        w_a, w_b = a.weight, b.weight
+        ma = _column_sum(w_a * m_a)
+        sa = _column_sum(w_a * w_a * v_a)
+        mb = _column_sum(w_b * m_b)
+        sb = _column_sum(w_b * w_b * v_b)
+        move_a, scale, low = self._messages(a, b, ma, sa, mb, sb, outcome)
+        for n, (side, (mean, var), move) in enumerate(
+            ((a, virtual[0], move_a), (b, virtual[1], -move_a))
+        ):
+            w = side.weight
+            wv = w * w * var
+            factor = 1.0 - wv * scale
+            floor = wv * low
+            factor = np.where(factor < floor, floor, factor)
+            p_mean = mean + w * var * move
+            p_var = var * factor
+            v = side.sigma * side.sigma + tau2
+            gain = v / (v + beta2)
+            mu = side.mu + gain * (p_mean - side.mu)
+            sigma = np.sqrt(gain * beta2 + gain * gain * p_var)
+            out[2 * n] = np.where(rows[:, None], mu, out[2 * n])
+            out[2 * n + 1] = np.where(rows[:, None], sigma, out[2 * n + 1])
+
+    def _messages(
+        self,
+        a: Side,
+        b: Side,
+        ma: FloatArray,
+        sa: FloatArray,
+        mb: FloatArray,
+        sb: FloatArray,
+        outcome: IntArray,
+    ) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """The comparison of the team performances N(ma, sa) and N(mb, sb) of each row:
+        the first team's mean move per unit of its member's variance, and the variance
+        factor's scale and floor (``TrueSkill._rate_two``)."""
         if (sa < MIN_TEAM_VARIANCE).any() or (sb < MIN_TEAM_VARIANCE).any():
             raise RatingInputError("weights", "a team's performance variance is too small")
         c2 = sa + sb
@@ -311,17 +398,7 @@ class TrueSkillKernel(Kernel):
         scale = ((1.0 - one_minus_w) / c2)[:, None]
         low = (one_minus_w / c2)[:, None]
         move_a = np.where(swap, -shift, shift)[:, None]
-        out: list[FloatArray] = []
-        for side, move in ((a, move_a), (b, -move_a)):
-            w = side.weight
-            var = side.sigma * side.sigma + tau2
-            wv = w * w * var
-            factor = 1.0 - wv * scale
-            floor = wv * low
-            factor = np.where(factor < floor, floor, factor)
-            out.append(side.mu + w * var * move)
-            out.append(np.sqrt(var * factor))
-        return out[0], out[1], out[2], out[3]
+        return move_a, scale, low
 
     def rate_many(
         self, sides: list[Side], ranks: FloatArray

@@ -227,14 +227,14 @@ def shifted(teams: Teams, offsets: Sequence[float]) -> list[list[Rating]]:
 PlayerScores = Sequence[Sequence[float | None]]
 
 
-def standard_scores(
+def score_moments(
     teams: Teams, player_scores: PlayerScores | None, spread: float = 0.0
-) -> list[list[float]] | None:
-    """Each player's statistic standardised within the match, (x - mean) / sqrt(sd^2 +
-    spread^2) over the players whose statistic is known (sd their population deviation;
-    ``spread`` the statistic's own scale, which steadies a match whose few points make sd
-    a poor measure), in the shape of ``teams``, NaN where it is unknown; ``None`` when it
-    says nothing (no statistics, fewer than two known, or all equal).
+) -> tuple[float, float] | None:
+    """The mean of the players' statistics known in the match and the deviation they are
+    standardised by, sqrt(sd^2 + spread^2) (sd their population deviation; ``spread`` the
+    statistic's own scale, which steadies a match whose few points make sd a poor
+    measure); ``None`` when they say nothing (no statistics, fewer than two known, or all
+    equal). The statistics are checked: the shape of ``teams``, finite numbers or None.
     ``rating-models.md`` section 9."""
     if player_scores is None:
         return None
@@ -243,30 +243,52 @@ def standard_scores(
             "player_scores", f"expected {len(teams)} teams of scores, got {len(player_scores)}"
         )
     known: list[float] = []
-    for j, (team, row) in enumerate(zip(teams, player_scores, strict=True)):
-        if len(row) != len(team):
+    for j, row in enumerate(player_scores):
+        if len(row) != len(teams[j]):
             raise RatingInputError(
                 "player_scores",
-                f"player_scores[{j}] has {len(row)} values for a team of {len(team)}",
+                f"player_scores[{j}] has {len(row)} values for a team of {len(teams[j])}",
             )
         for x in row:
             if x is None:
                 continue
-            if isinstance(x, bool) or not isinstance(x, int | float) or not _isfinite(x):
+            kind = type(x)
+            plain = (kind is float or kind is int) and x - x == 0.0
+            if not plain and (
+                isinstance(x, bool) or not isinstance(x, int | float) or not _isfinite(x)
+            ):
                 raise RatingInputError(
                     "player_scores", f"player_scores[{j}] holds a non-finite value {x!r}"
                 )
-            known.append(float(x))
-    if len(known) < 2:
+            known.append(x)
+    n = len(known)
+    if n < 2:
         return None
-    mean = math.fsum(known) / len(known)
-    sd = math.sqrt(math.fsum((x - mean) ** 2 for x in known) / len(known))
+    mean = sum(known) / n
+    squares = 0.0
+    for x in known:
+        d = x - mean
+        squares += d * d
+    sd = math.sqrt(squares / n)
     if not sd > 0.0 or not _isfinite(sd):
         return None
     if spread:
         sd = math.sqrt(sd * sd + spread * spread)
+    return mean, sd
+
+
+def standard_scores(
+    teams: Teams, player_scores: PlayerScores | None, spread: float = 0.0
+) -> list[list[float]] | None:
+    """Each player's statistic standardised within the match, (x - mean) / sd by
+    :func:`score_moments`, in the shape of ``teams``, NaN where it is unknown; ``None``
+    when they say nothing."""
+    moments = score_moments(teams, player_scores, spread)
+    if moments is None or player_scores is None:
+        return None
+    mean, sd = moments
     nan = math.nan
-    return [[nan if x is None else (float(x) - mean) / sd for x in row] for row in player_scores]
+    return [[nan if x is None else (x - mean) / sd for x in row] for row in player_scores]
 
 
 #: Per player the Gaussian evidence (mean, variance) a statistic gives on their

@@ -45,6 +45,7 @@ from app.rating.base import (
     age,
     check_positive,
     check_weights,
+    standard_scores,
 )
 from app.rating.elo import MAX_ABS_RATING
 
@@ -235,7 +236,7 @@ def replay(
             model, mu_t, sigma_t, day_t, matches, tau_per_day, with_quality, vol_t
         )
     kernel = kernel_for(model)
-    if kernel is not None and _side_information_counts(model, matches):
+    if kernel is not None and _side_information_counts(model, matches, kernel.evidence):
         kernel = None
     if kernel is not None and len(matches) >= MIN_FAST_MATCHES:
         try:
@@ -248,13 +249,15 @@ def replay(
     return _replay_one_by_one(model, mu_t, sigma_t, day_t, matches, tau_per_day, with_quality)
 
 
-def _side_information_counts(model: RatingModel, matches: Sequence[ReplayMatch]) -> bool:
+def _side_information_counts(
+    model: RatingModel, matches: Sequence[ReplayMatch], evidence: bool = False
+) -> bool:
     """Whether a match of ``matches`` gives an advantage, scores or players' statistics
-    that ``model`` counts."""
+    that ``model`` counts (the statistics not where the kernel takes them: ``evidence``)."""
     params = model.params
     advantage = bool(params.get("advantage"))
     margin = bool(params.get("margin"))
-    statistics = bool(params.get("stat_scale"))
+    statistics = bool(params.get("stat_scale")) and not evidence
     return any(
         (advantage and m.advantage is not None)
         or (margin and m.scores is not None)
@@ -486,6 +489,7 @@ class _Engine:
         self.players = players
         self.flat = flat
         self.offsets = offsets
+        evident = self._statistics(matches, offsets)
 
         _types_of(columns.days, (int, float))
         days = np.array(columns.days, dtype=np.float64)
@@ -520,6 +524,9 @@ class _Engine:
             ]
             key[many] = _MANY + np.asarray(ids, np.int64)
             shapes = list(shape_id)
+        if evident is not None:
+            # Statistics of three or more teams: one match at a time (``model.rate``).
+            key[evident & ~two] = -1
         self.w_model = w_model
         self.w_raw = w_raw
         self.matches = matches
@@ -569,6 +576,36 @@ class _Engine:
             quality=self.quality,
             start_sigma=self.start_sigma,
         )
+
+    def _statistics(
+        self, matches: Sequence[ReplayMatch], offsets: IntArray
+    ) -> npt.NDArray[np.bool_] | None:
+        """Each slot's statistic standardised within its match (``self.z``, NaN where
+        unknown; None when the kernel takes none or no match gives any), and which matches
+        give evidence (None: none)."""
+        self.z: FloatArray | None = None
+        if not self.kernel.evidence or all(m.player_scores is None for m in matches):
+            return None
+        spread = float(self.model.params.get("stat_spread", 0.0))
+        z = np.full(self.players.shape[0], np.nan)
+        evident = np.zeros(len(matches), np.bool_)
+        starts = offsets.tolist()
+        for i, match in enumerate(matches):
+            if match.player_scores is None:
+                continue
+            found = standard_scores(
+                [[Rating(0.0, 1.0)] * len(team) for team in match.teams],
+                match.player_scores,
+                spread,
+            )
+            if found is not None:
+                flat_z = list(chain.from_iterable(found))
+                z[starts[i] : starts[i] + len(flat_z)] = flat_z
+                evident[i] = True
+        if not evident.any():
+            return None
+        self.z = z
+        return evident
 
     def _outcomes(
         self, columns: _Columns, n_teams: IntArray, two: npt.NDArray[np.bool_]
@@ -716,7 +753,9 @@ class _Engine:
             teams.append(row)
         if self.quality is not None:
             self.quality[index] = self.model.quality(teams, match.weights)
-        new = self.model.rate(teams, ranks=match.ranks, weights=match.weights)
+        new = self.model.rate(
+            teams, ranks=match.ranks, weights=match.weights, player_scores=match.player_scores
+        )
         after_mu = self.after_mu
         after_sigma = self.after_sigma
         pos = start
@@ -751,7 +790,10 @@ class _Engine:
                     raise _Unsupported
                 sigma = aged
         self.start_sigma[slots] = sigma
-        return Side(mu, sigma, weights[slots]), ps
+        z = None if self.z is None else self.z[slots]
+        if z is not None and np.isnan(z).all():
+            z = None
+        return Side(mu, sigma, weights[slots], z), ps
 
     def _rate_block(
         self,

@@ -40,6 +40,7 @@ from app.rating.base import (
     check_teams,
     check_weights,
     outcome_ranks,
+    score_moments,
     statistic_evidence,
     team_offsets,
 )
@@ -342,11 +343,31 @@ class TrueSkill:
                 if not any(row):
                     raise RatingInputError("weights", f"every weight of team {j} is 0")
         offsets = team_offsets(self._advantage, k, advantage)
-        evidence = statistic_evidence(
-            teams, player_scores, self._stat_scale, self._stat_noise, self._stat_spread
-        )
-        if evidence is not None:
-            return self._rate_with_evidence(teams, rank, ws, offsets, scores, evidence)
+        if player_scores is not None:
+            # Checked either way; evidence where the statistics say something.
+            moments = score_moments(teams, player_scores, self._stat_spread)
+            if moments is not None and self._stat_scale > 0.0:
+                if k == 2 and not (self._margin > 0.0 and scores is not None):
+                    if rank[1] < rank[0]:
+                        flipped = None if ws is None else [ws[1], ws[0]]
+                        swapped = None if offsets is None else [offsets[1], offsets[0]]
+                        b_new, a_new = self._rate_two_evidence(
+                            (teams[1], teams[0]),
+                            flipped,
+                            False,
+                            swapped,
+                            (player_scores[1], player_scores[0]),
+                            moments,
+                        )
+                        return [a_new, b_new]
+                    return self._rate_two_evidence(
+                        teams, ws, rank[0] == rank[1], offsets, player_scores, moments
+                    )
+                evidence = statistic_evidence(
+                    teams, player_scores, self._stat_scale, self._stat_noise, self._stat_spread
+                )
+                assert evidence is not None
+                return self._rate_with_evidence(teams, rank, ws, offsets, scores, evidence)
         if k == 2:
             if self._margin > 0.0 and scores is not None:
                 gap = self._margin * (float(scores[0]) - float(scores[1]))
@@ -585,23 +606,7 @@ class TrueSkill:
         if offsets is not None:
             ma += offsets[0]
             mb += offsets[1]
-        c2 = sa + sb
-        c = _sqrt(c2)
-        t = (ma - mb) / c
-        e = self._margin_unit * _sqrt(len(team_a) + len(team_b)) / c
-        x = t - e
-        if drawn:
-            v, one_minus_w = trunc_draw(t, e)
-        elif x >= _DIRECT:
-            v = _INV_SQRT_2PI * _exp(-0.5 * x * x) / (0.5 * _erfc(-x * _INV_SQRT2))
-            one_minus_w = 1.0 - v * (v + x)
-        else:
-            v, one_minus_w = trunc_win(t, e)
-        shift = v / c
-        # Per player the variance factor is 1 - w^2 var W / c^2 = (r + w^2 var (1 - W)) / c^2,
-        # r = c^2 - w^2 var >= 0; the second form bounds it below when rounding bites.
-        scale = (1.0 - one_minus_w) / c2
-        low = one_minus_w / c2
+        shift, scale, low = self._compare(ma - mb, sa + sb, len(team_a) + len(team_b), drawn)
         out: list[list[Rating]] = []
         if ws is None:
             for team, move in ((team_a, shift), (team_b, -shift)):
@@ -623,6 +628,128 @@ class TrueSkill:
                 if factor < wv * low:
                     factor = wv * low
                 new.append(_new_tuple(Rating, (mu + w * var * move, _sqrt(var * factor))))
+            out.append(new)
+        return out
+
+    def _compare(
+        self, gap: float, c2: float, players: int, drawn: bool
+    ) -> tuple[float, float, float]:
+        """The comparison of two team performances whose difference is N(gap, c2), the first
+        not worse than the second, among ``players``: the first team's mean move per unit
+        of a member's variance, V(t, e) / c, and the scale and floor of the variance
+        factor, W(t, e) / c^2 and (1 - W(t, e)) / c^2 (the paper's section 3)."""
+        c = _sqrt(c2)
+        t = gap / c
+        e = self._margin_unit * _sqrt(players) / c
+        x = t - e
+        if drawn:
+            v, one_minus_w = trunc_draw(t, e)
+        elif x >= _DIRECT:
+            v = _INV_SQRT_2PI * _exp(-0.5 * x * x) / (0.5 * _erfc(-x * _INV_SQRT2))
+            one_minus_w = 1.0 - v * (v + x)
+        else:
+            v, one_minus_w = trunc_win(t, e)
+        # Per player the variance factor is 1 - w^2 var W / c^2 = (r + w^2 var (1 - W)) / c^2,
+        # r = c^2 - w^2 var >= 0; the second form bounds it below when rounding bites.
+        return v / c, (1.0 - one_minus_w) / c2, one_minus_w / c2
+
+    def _rate_two_evidence(
+        self,
+        teams: Teams,
+        ws: Sequence[Sequence[float]] | None,
+        drawn: bool,
+        offsets: Sequence[float] | None,
+        player_scores: PlayerScores,
+        moments: tuple[float, float],
+    ) -> list[list[Rating]]:
+        """:meth:`_rate_with_evidence` for two teams, the first not worse than the second, in
+        two passes of plain floats: the common case. ``moments``: the statistics' mean and
+        deviation (``base.score_moments``).
+
+        With q = prior / (prior + r), a known statistic's message is v~ = r q and m~ =
+        part + c q, part = (mu r + k (x - mean) prior) / (prior + r), k = stat_scale / sd:
+        the centre c, known once every player is read, enters each team's sum as c times
+        its sum of w q."""
+        tau2 = self._tau2
+        beta2 = self._beta2
+        extra = tau2 + beta2
+        r = self._stat_noise * self._stat_noise
+        mean, sd = moments
+        k = self._stat_scale / sd
+        priors: list[float] = []
+        parts: list[float] = []
+        qs: list[float] = []
+        total = 0.0
+        count = 0
+        sums = [0.0, 0.0, 0.0, 0.0]
+        pulls = [0.0, 0.0]
+        for j in (0, 1):
+            row = player_scores[j]
+            w_row = None if ws is None else ws[j]
+            m = s = pull = 0.0
+            for i, (mu, sigma) in enumerate(teams[j]):
+                prior = sigma * sigma + extra
+                priors.append(prior)
+                x = row[i]
+                if x is None:
+                    part, q, vt = mu, 0.0, prior
+                else:
+                    total += mu
+                    count += 1
+                    q = prior / (prior + r)
+                    part = (mu * r + k * (x - mean) * prior) / (prior + r)
+                    vt = r * q
+                parts.append(part)
+                qs.append(q)
+                if w_row is None:
+                    m += part
+                    s += vt
+                    pull += q
+                else:
+                    w = w_row[i]
+                    m += w * part
+                    s += w * w * vt
+                    pull += w * q
+            sums[2 * j] = m
+            sums[2 * j + 1] = s
+            pulls[j] = pull
+        centre = total / count
+        ma = sums[0] + centre * pulls[0]
+        sa = sums[1]
+        mb = sums[2] + centre * pulls[1]
+        sb = sums[3]
+        if sa < MIN_TEAM_VARIANCE or sb < MIN_TEAM_VARIANCE:
+            _reject_team_variance(sa if sa < MIN_TEAM_VARIANCE else sb, ws is not None)
+        if offsets is not None:
+            ma += offsets[0]
+            mb += offsets[1]
+        shift, scale, low = self._compare(ma - mb, sa + sb, len(teams[0]) + len(teams[1]), drawn)
+        out: list[list[Rating]] = []
+        sqrt = _sqrt
+        new_tuple = _new_tuple
+        n = 0
+        for j, move in ((0, shift), (1, -shift)):
+            row = player_scores[j]
+            w_row = None if ws is None else ws[j]
+            new: list[Rating] = []
+            for i, (mu, _) in enumerate(teams[j]):
+                prior = priors[n]
+                q = qs[n]
+                vt = prior if row[i] is None else r * q
+                w = 1.0 if w_row is None else w_row[i]
+                wv = w * w * vt
+                factor = 1.0 - wv * scale
+                if factor < wv * low:
+                    factor = wv * low
+                gain = 1.0 - beta2 / prior  # (sigma^2 + tau^2) / (sigma^2 + tau^2 + beta^2)
+                p_mean = parts[n] + centre * q + w * vt * move
+                n += 1
+                new.append(
+                    new_tuple(
+                        Rating,
+                        (mu + gain * (p_mean - mu), sqrt(gain * (beta2 + gain * vt * factor))),
+                    )
+                )
             out.append(new)
         return out
 

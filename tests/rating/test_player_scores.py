@@ -7,14 +7,18 @@ plain update exactly when there is no evidence."""
 from __future__ import annotations
 
 import math
+import random
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pytest
 
+from app.rating._vector import kernel_for
 from app.rating.base import Rating, RatingInputError, standard_scores, statistic_evidence
 from app.rating.registry import make_model
+from app.rating.replay import ReplayMatch, replay
+from app.rating.replay import _replay_one_by_one as replay_one_by_one
 from app.rating.trueskill import TrueSkill
 
 FloatArray = npt.NDArray[np.float64]
@@ -227,3 +231,36 @@ def test_glicko2_checks_statistics_and_rates_without_them() -> None:
     assert model.rate(teams, player_scores=[[3.0], [1.0]]) == model.rate(teams)
     with pytest.raises(RatingInputError):
         model.rate(teams, player_scores=[[3.0]])
+
+
+def test_the_vectorised_replay_takes_statistics_as_the_scalar_update_does() -> None:
+    """Two-team blocks with statistics go through the vectorised update, and give what
+    rating the matches one by one gives, to rounding."""
+    rng = random.Random(3)
+    players = 6000
+    matches = []
+    for n in range(8000):
+        shape = rng.choice([(4, 4), (3, 3), (1, 1), (2, 2, 2)])
+        chosen = rng.sample(range(players), sum(shape))
+        teams = [chosen[sum(shape[:j]) : sum(shape[: j + 1])] for j in range(len(shape))]
+        ranks = (
+            [0] * len(shape) if rng.random() < 0.2 else rng.sample(range(len(shape)), len(shape))
+        )
+        stats = None
+        if rng.random() < 0.7:
+            stats = [
+                [None if rng.random() < 0.1 else float(rng.randrange(5)) for _ in t] for t in teams
+            ]
+        matches.append(ReplayMatch(teams, ranks, day=n / 10, player_scores=stats))
+    model = TrueSkill(stat_scale=10.0, stat_noise=5.0, stat_spread=1.0, beta=8.0, tau=0.3)
+    assert kernel_for(model) is not None and kernel_for(model).evidence  # type: ignore[union-attr]
+    mu = np.full(players, 25.0)
+    sigma = np.full(players, 25.0 / 3.0)
+    fast = replay(model, mu, sigma, matches, tau_per_day=0.1)
+    slow = replay_one_by_one(
+        model, mu.copy(), sigma.copy(), np.full(players, np.nan), matches, 0.1, False
+    )
+    np.testing.assert_allclose(fast.after_mu, slow.after_mu, rtol=1e-12)
+    np.testing.assert_allclose(fast.after_sigma, slow.after_sigma, rtol=1e-12)
+    plain = replay(TrueSkill(beta=8.0, tau=0.3), mu, sigma, matches, tau_per_day=0.1)
+    assert not np.allclose(plain.mu, fast.mu)  # the statistics counted
