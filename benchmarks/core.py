@@ -8,7 +8,7 @@ second, best of three runs. When the ``trueskill`` and ``openskill`` packages ar
 they rate the same matches in the same run and the ratio is printed, so the figures compare
 on a shared, noisy machine. ``rate_1vs1`` is the fast path for one-on-one games.
 "TrueSkill+player_scores" rates the same matches with each player's own statistic as
-evidence (``stat_scale`` 4), beside TrueSkill without it: its ratio is the cost of the
+evidence (``stat_scale`` 0.25), beside TrueSkill without it: its ratio is the cost of the
 statistics.
 """
 
@@ -202,7 +202,7 @@ def main() -> None:
         ts_ref_rate = best_rate(ts_ref, args.seconds) if ts_ref else None
         ts = best_rate(ours(TrueSkill(), matches), args.seconds)
         rows.append(("TrueSkill", shape_name, ts, "trueskill", ts_ref_rate))
-        stats = with_statistics(TrueSkill(stat_scale=4.0, stat_noise=4.0), matches, len(shape))
+        stats = with_statistics(TrueSkill(stat_scale=0.25, stat_noise=1.0), matches, len(shape))
         rows.append(
             ("TrueSkill+player_scores", shape_name, best_rate(stats, args.seconds), "TrueSkill", ts)
         )

@@ -289,10 +289,12 @@ def _margin_range(algorithm: str, params: Mapping[str, Any]) -> tuple[float, flo
 def _statistics_ranges(
     algorithm: str, params: Mapping[str, Any]
 ) -> dict[str, tuple[float, float, bool]]:
-    """The first searched ranges of a statistic's evidence: ``stat_scale`` linear from 0
-    (off) and ``stat_noise`` logarithmic, in performance deviations; ``stat_spread``
-    logarithmic in the statistic's units (from a tenth of a point to ten). Elo's scale is
-    in rating points, with its step ``stat_weight`` in place of a noise."""
+    """The first searched ranges of a statistic's evidence, all logarithmic: ``stat_scale``
+    (deviations of the statistic per performance unit) from a hundredth to two per
+    performance deviation, off at 0 (the search starts there); ``stat_noise`` in
+    deviations of the statistic; ``stat_spread`` in the statistic's units (a tenth of a
+    point to ten). Elo's scale is rating points per deviation of the statistic, linear
+    from 0, with its step ``stat_weight`` in place of a noise."""
     if algorithm == "elo":  # rating points per deviation of the statistic; a step
         return {
             "stat_scale": (0.0, float(params.get("scale", 400.0)), False),
@@ -301,8 +303,8 @@ def _statistics_ranges(
         }
     beta = float(params.get("beta", 25.0 / 6.0))
     return {
-        "stat_scale": (0.0, 4.0 * beta, False),
-        "stat_noise": (beta / 2.0, 4.0 * beta, True),
+        "stat_scale": (0.01 / beta, 2.0 / beta, True),
+        "stat_noise": (0.05, 2.0, True),
         "stat_spread": (0.1, 10.0, True),
     }
 

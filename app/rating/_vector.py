@@ -273,9 +273,10 @@ class TrueSkillKernel(Kernel):
         self._tau2 = tau * tau
         self._beta2 = beta * beta
         self._extra = self._tau2 + beta * beta
-        self._stat_scale = float(params["stat_scale"])
-        self._stat_noise2 = float(params["stat_noise"]) ** 2
-        self.evidence = self._stat_scale > 0.0
+        # The evidence on a performance in canonical form (``base.statistic_evidence``).
+        self._per_z = model._per_z
+        self._precision = model._precision
+        self.evidence = self._per_z > 0.0
         self._tolerance = model._ep_tolerance
         self._max_rounds = model._ep_max_rounds
         self.quality_beta = beta
@@ -323,16 +324,16 @@ class TrueSkillKernel(Kernel):
         rows = count > 0
         if not rows.any():
             return
-        tau2, beta2, r = self._tau2, self._beta2, self._stat_noise2
+        tau2, beta2, precision = self._tau2, self._beta2, self._precision
         centre = (
             np.where(known_a, a.mu, 0.0).sum(axis=1) + np.where(known_b, b.mu, 0.0).sum(axis=1)
         ) / np.where(rows, count, 1)
         virtual = []
         for side, z, known in ((a, z_a, known_a), (b, z_b, known_b)):
             prior = side.sigma * side.sigma + tau2 + beta2
-            e = centre[:, None] + self._stat_scale * np.where(known, z, 0.0)
-            var = np.where(known, 1.0 / (1.0 / prior + 1.0 / r), prior)
-            mean = np.where(known, var * (side.mu / prior + e / r), side.mu)
+            shifted = precision * centre[:, None] + self._per_z * np.where(known, z, 0.0)
+            var = np.where(known, prior / (1.0 + prior * precision), prior)
+            mean = np.where(known, var * (side.mu / prior + shifted), side.mu)
             virtual.append((mean, var))
         (m_a, v_a), (m_b, v_b) = virtual
         w_a, w_b = a.weight, b.weight

@@ -242,25 +242,22 @@ def score_moments(
         raise RatingInputError(
             "player_scores", f"expected {len(teams)} teams of scores, got {len(player_scores)}"
         )
-    known: list[float] = []
     for j, row in enumerate(player_scores):
         if len(row) != len(teams[j]):
             raise RatingInputError(
                 "player_scores",
                 f"player_scores[{j}] has {len(row)} values for a team of {len(teams[j])}",
             )
-        for x in row:
-            if x is None:
-                continue
-            kind = type(x)
-            plain = (kind is float or kind is int) and x - x == 0.0
-            if not plain and (
-                isinstance(x, bool) or not isinstance(x, int | float) or not _isfinite(x)
-            ):
-                raise RatingInputError(
-                    "player_scores", f"player_scores[{j}] holds a non-finite value {x!r}"
-                )
-            known.append(x)
+    known = [x for row in player_scores for x in row if x is not None]
+    for x in known:
+        kind = type(x)
+        if ((kind is not float and kind is not int) or x - x != 0.0) and (
+            isinstance(x, bool) or not isinstance(x, int | float) or not _isfinite(x)
+        ):
+            j = next(j for j, row in enumerate(player_scores) if any(y is x for y in row))
+            raise RatingInputError(
+                "player_scores", f"player_scores[{j}] holds a non-finite value {x!r}"
+            )
     n = len(known)
     if n < 2:
         return None
@@ -296,6 +293,17 @@ def standard_scores(
 Evidence = list[list[tuple[float, float] | None]]
 
 
+def statistic_centre(teams: Teams, z: list[list[float]]) -> float:
+    """The mean skill (mu) of the players whose standardised statistic ``z`` is known."""
+    known = [
+        rating[0]
+        for team, row in zip(teams, z, strict=True)
+        for rating, x in zip(team, row, strict=True)
+        if x == x
+    ]
+    return math.fsum(known) / len(known)
+
+
 def statistic_evidence(
     teams: Teams,
     player_scores: PlayerScores | None,
@@ -303,23 +311,23 @@ def statistic_evidence(
     noise: float,
     spread: float = 0.0,
 ) -> Evidence | None:
-    """The evidence N(p_i; e_i, noise^2) each player's statistic gives on their performance
-    (``rating-models.md`` section 9): with z_i the statistic standardised within the match
-    (:func:`standard_scores`, with ``spread``) and c the mean skill of the players whose
-    statistic is known, e_i = c + scale z_i. None: no evidence (no statistics, fewer than
-    two known or all equal, or a ``scale`` of 0). The statistics are checked either way."""
+    """The evidence each player's statistic gives on their performance p_i
+    (``rating-models.md`` section 9), in canonical form: its precision pi and
+    precision-adjusted mean tau. The statistic standardised within the match
+    (:func:`standard_scores`, with ``spread``) is z_i = scale (p_i - c) + N(0, noise^2), c
+    the mean skill of the players whose statistic is known, so as a function of p_i it is
+    N(p_i; c + z_i / scale, (noise / scale)^2): pi = (scale / noise)^2 and tau = pi c +
+    scale z_i / noise^2, finite for any scale (at 0, no evidence). None: no evidence (no
+    statistics, fewer than two known or all equal, or a ``scale`` of 0). The statistics
+    are checked either way."""
     z = standard_scores(teams, player_scores, spread)
     if z is None or scale == 0.0:
         return None
-    known = [
-        rating[0]
-        for team, row in zip(teams, z, strict=True)
-        for rating, x in zip(team, row, strict=True)
-        if x == x
-    ]
-    centre = math.fsum(known) / len(known)
-    variance = noise * noise
-    return [[None if x != x else (centre + scale * x, variance) for x in row] for row in z]
+    centre = statistic_centre(teams, z)
+    per_z = scale / (noise * noise)
+    precision = scale * per_z
+    lift = precision * centre
+    return [[None if x != x else (precision, lift + per_z * x) for x in row] for row in z]
 
 
 def check_positive(name: str, value: float, *, allow_zero: bool = False) -> float:

@@ -196,7 +196,7 @@ class BradleyTerryPart(WengLin):
         *,
         margin: float = 0.0,
         stat_scale: float = 0.0,
-        stat_noise: float = 25.0 / 6.0,
+        stat_noise: float = 1.0,
         stat_spread: float = 0.0,
     ) -> None:
         super().__init__(

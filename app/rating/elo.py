@@ -113,7 +113,8 @@ from app.rating.base import (
     check_weights,
     outcome_ranks,
     shifted,
-    statistic_evidence,
+    standard_scores,
+    statistic_centre,
     team_offsets,
 )
 from app.rating.pairwise import LARGE_MATCH_PLAYERS, LARGE_MATCH_TEAMS, TeamStrengths, pair_blocks
@@ -486,20 +487,21 @@ class Elo:
         teams play at (``shifted``); the deltas are added to the ratings themselves.
         """
         check_teams(teams, bayesian=False)
-        evidence = statistic_evidence(
-            teams, player_scores, self._stat_scale, 1.0, self._stat_spread
-        )
+        z = standard_scores(teams, player_scores, self._stat_spread)
         new = self._rate_outcome(teams, ranks, scores, weights, advantage)
-        if evidence is None:
+        if z is None or self._stat_scale == 0.0:
             return new
-        # The Gaussian evidence's gradient step: each rating stat_weight of the way to e_i.
+        # The Gaussian evidence's gradient step: each rating stat_weight of the way to
+        # e_i = c + stat_scale z_i.
+        centre = statistic_centre(teams, z)
+        scale = self._stat_scale
         eta = self._stat_weight
         return [
             [
-                r if found is None else Rating(_clamped(r.mu + eta * (found[0] - r.mu)), 0.0)
-                for r, found in zip(team, row, strict=True)
+                r if x != x else Rating(_clamped(r.mu + eta * (centre + scale * x - r.mu)), 0.0)
+                for r, x in zip(team, row, strict=True)
             ]
-            for team, row in zip(new, evidence, strict=True)
+            for team, row in zip(new, z, strict=True)
         ]
 
     def _rate_outcome(

@@ -140,26 +140,25 @@ LADDER_PARAMETERS: Final = (
 
 
 #: Every model's size of the advantage a match may give a team (``base.team_offsets``).
-def statistic_parameters(noise: float) -> tuple[Parameter, Parameter, Parameter]:
+def statistic_parameters() -> tuple[Parameter, Parameter, Parameter]:
     """``stat_scale``, ``stat_noise`` and ``stat_spread``: a player's own statistic in the
-    match as evidence on their performance (``rating-models.md`` section 9), ``noise`` the
-    default deviation."""
+    match as evidence on their performance (``rating-models.md`` section 9)."""
     return (
         Parameter(
             "stat_scale",
             0.0,
-            "Performance units per standard deviation of a player's own statistic in the "
-            "match (`player_scores`): the statistic is evidence N(p_i; c_i + stat_scale z_i, "
-            "stat_noise^2) on the player's performance, c_i the mean skill of the players "
-            "whose statistic is known (0: off).",
+            "How a player's own statistic in the match (`player_scores`) follows their "
+            "performance: its standardised value is z_i = stat_scale (p_i - c) + noise, c "
+            "the mean skill of the players whose statistic is known, in standard deviations "
+            "of the statistic per performance unit (0: off).",
             "",
             0.0,
             MAX_LENGTH,
         ),
         Parameter(
             "stat_noise",
-            noise,
-            "Deviation of that evidence: how loosely a player's statistic pins their performance.",
+            1.0,
+            "The deviation of that noise, in standard deviations of the statistic.",
             "",
             MIN_LENGTH,
             MAX_LENGTH,

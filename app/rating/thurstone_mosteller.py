@@ -99,7 +99,7 @@ class ThurstoneMostellerFull(WengLin):
         *,
         margin: float = 0.0,
         stat_scale: float = 0.0,
-        stat_noise: float = 25.0 / 6.0,
+        stat_noise: float = 1.0,
         stat_spread: float = 0.0,
     ) -> None:
         super().__init__(
@@ -243,7 +243,7 @@ class ThurstoneMostellerPart(ThurstoneMostellerFull):
         *,
         margin: float = 0.0,
         stat_scale: float = 0.0,
-        stat_noise: float = 25.0 / 6.0,
+        stat_noise: float = 1.0,
         stat_spread: float = 0.0,
     ) -> None:
         super().__init__(

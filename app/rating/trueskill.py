@@ -128,7 +128,7 @@ PARAMETERS = (
         0.0,
         MAX_LENGTH,
     ),
-    *statistic_parameters(DEFAULT_BETA),
+    *statistic_parameters(),
 )
 
 #: Message passing (3+ teams) measures, per round, the largest move of the marginal of a
@@ -235,7 +235,7 @@ class TrueSkill:
         advantage: float = 0.0,
         margin: float = 0.0,
         stat_scale: float = 0.0,
-        stat_noise: float = DEFAULT_BETA,
+        stat_noise: float = 1.0,
         stat_spread: float = 0.0,
         *,
         ep_tolerance: float = EP_TOLERANCE,
@@ -260,6 +260,10 @@ class TrueSkill:
         self._stat_scale = check_positive("stat_scale", stat_scale, allow_zero=True)
         self._stat_noise = check_positive("stat_noise", stat_noise)
         self._stat_spread = check_positive("stat_spread", stat_spread, allow_zero=True)
+        # The evidence on a performance in canonical form (``base.statistic_evidence``):
+        # precision (scale / noise)^2, and scale / noise^2 per deviation of the statistic.
+        self._per_z = self._stat_scale / (self._stat_noise * self._stat_noise)
+        self._precision = self._stat_scale * self._per_z
         self._ep_tolerance = check_positive("ep_tolerance", ep_tolerance)
         if (
             isinstance(ep_max_rounds, bool)
@@ -481,9 +485,9 @@ class TrueSkill:
                 if found is None:
                     out.append(Rating(mu, _sqrt(prior)))
                     continue
-                e, r = found
-                var = 1.0 / (1.0 / prior + 1.0 / r)
-                out.append(Rating(var * (mu / prior + e / r), _sqrt(var)))
+                precision, shifted = found
+                var = prior / (1.0 + prior * precision)
+                out.append(Rating(var * (mu / prior + shifted), _sqrt(var)))
             virtual.append(out)
         performances = self._performance_model()
         k = len(teams)
@@ -663,91 +667,86 @@ class TrueSkill:
         moments: tuple[float, float],
     ) -> list[list[Rating]]:
         """:meth:`_rate_with_evidence` for two teams, the first not worse than the second, in
-        two passes of plain floats: the common case. ``moments``: the statistics' mean and
-        deviation (``base.score_moments``).
+        one pass over the players and one back, in plain floats: the common case.
+        ``moments``: the statistics' mean and deviation (``base.score_moments``).
 
-        With q = prior / (prior + r), a known statistic's message is v~ = r q and m~ =
-        part + c q, part = (mu r + k (x - mean) prior) / (prior + r), k = stat_scale / sd:
-        the centre c, known once every player is read, enters each team's sum as c times
-        its sum of w q."""
+        With the evidence's precision pi = (stat_scale / stat_noise)^2 and d = 1 + prior
+        pi, a known statistic's message is v~ = prior / d and m~ = (mu + k (x - mean) prior
+        + c prior pi) / d, k = stat_scale / (stat_noise^2 sd): the centre c, known once
+        every player is read, enters each team's sum as c times its sum of w prior pi / d.
+        """
         tau2 = self._tau2
         beta2 = self._beta2
         extra = tau2 + beta2
-        r = self._stat_noise * self._stat_noise
+        precision = self._precision
         mean, sd = moments
-        k = self._stat_scale / sd
-        priors: list[float] = []
-        parts: list[float] = []
-        qs: list[float] = []
+        k = self._per_z / sd
         total = 0.0
         count = 0
-        sums = [0.0, 0.0, 0.0, 0.0]
-        pulls = [0.0, 0.0]
+        sums = [0.0] * 6  # per team: sum w m~ without the centre's part, sum w^2 v~, its pull
         for j in (0, 1):
             row = player_scores[j]
             w_row = None if ws is None else ws[j]
             m = s = pull = 0.0
             for i, (mu, sigma) in enumerate(teams[j]):
-                prior = sigma * sigma + extra
-                priors.append(prior)
                 x = row[i]
+                w = 1.0 if w_row is None else w_row[i]
+                prior = sigma * sigma + extra
                 if x is None:
-                    part, q, vt = mu, 0.0, prior
+                    m += w * mu
+                    s += w * w * prior
                 else:
                     total += mu
                     count += 1
-                    q = prior / (prior + r)
-                    part = (mu * r + k * (x - mean) * prior) / (prior + r)
-                    vt = r * q
-                parts.append(part)
-                qs.append(q)
-                if w_row is None:
-                    m += part
-                    s += vt
-                    pull += q
-                else:
-                    w = w_row[i]
-                    m += w * part
-                    s += w * w * vt
-                    pull += w * q
-            sums[2 * j] = m
-            sums[2 * j + 1] = s
-            pulls[j] = pull
+                    den = 1.0 + prior * precision
+                    m += w * (mu + k * (x - mean) * prior) / den
+                    s += w * w * prior / den
+                    pull += w * prior * precision / den
+            sums[3 * j] = m
+            sums[3 * j + 1] = s
+            sums[3 * j + 2] = pull
         centre = total / count
-        ma = sums[0] + centre * pulls[0]
+        ma = sums[0] + centre * sums[2]
         sa = sums[1]
-        mb = sums[2] + centre * pulls[1]
-        sb = sums[3]
+        mb = sums[3] + centre * sums[5]
+        sb = sums[4]
         if sa < MIN_TEAM_VARIANCE or sb < MIN_TEAM_VARIANCE:
             _reject_team_variance(sa if sa < MIN_TEAM_VARIANCE else sb, ws is not None)
         if offsets is not None:
             ma += offsets[0]
             mb += offsets[1]
         shift, scale, low = self._compare(ma - mb, sa + sb, len(teams[0]) + len(teams[1]), drawn)
+        lift = centre * precision
         out: list[list[Rating]] = []
         sqrt = _sqrt
         new_tuple = _new_tuple
-        n = 0
         for j, move in ((0, shift), (1, -shift)):
             row = player_scores[j]
             w_row = None if ws is None else ws[j]
             new: list[Rating] = []
-            for i, (mu, _) in enumerate(teams[j]):
-                prior = priors[n]
-                q = qs[n]
-                vt = prior if row[i] is None else r * q
+            for i, (mu, sigma) in enumerate(teams[j]):
+                x = row[i]
                 w = 1.0 if w_row is None else w_row[i]
+                prior = sigma * sigma + extra
+                if x is None:
+                    vt = prior
+                    mt = mu
+                else:
+                    den = 1.0 + prior * precision
+                    vt = prior / den
+                    mt = (mu + (k * (x - mean) + lift) * prior) / den
                 wv = w * w * vt
                 factor = 1.0 - wv * scale
                 if factor < wv * low:
                     factor = wv * low
                 gain = 1.0 - beta2 / prior  # (sigma^2 + tau^2) / (sigma^2 + tau^2 + beta^2)
-                p_mean = parts[n] + centre * q + w * vt * move
-                n += 1
                 new.append(
                     new_tuple(
                         Rating,
-                        (mu + gain * (p_mean - mu), sqrt(gain * (beta2 + gain * vt * factor))),
+                        (
+                            mu + gain * (mt + w * vt * move - mu),
+                            sqrt(gain * (beta2 + gain * vt * factor)),
+                        ),
                     )
                 )
             out.append(new)

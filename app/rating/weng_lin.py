@@ -124,7 +124,7 @@ PARAMETERS = (
     ),
     ADVANTAGE,
     MARGIN,
-    *statistic_parameters(25.0 / 6.0),
+    *statistic_parameters(),
 )
 
 _sqrt = math.sqrt
@@ -223,12 +223,13 @@ class WengLin(ABC):
       (``PlackettLuce._team_steps``). Ranks alone, ties and differences up to the margin
       change nothing.
     - ``stat_scale`` (0: off), ``stat_noise`` and ``stat_spread``: each player's own
-      statistic in the match (``player_scores``) as evidence N(p_i; e_i, stat_noise^2) on
-      their performance (``base.statistic_evidence``). The family's update is already an
-      approximation that treats each match's likelihood on its own; the evidence is one
-      more such likelihood, taken after the team update as the exact Gaussian (Kalman)
-      update of the skill, whose performance p_i ~ N(s_i, beta^2) it observes:
-      mu_i += v_i (e_i - mu_i) / (v_i + beta^2 + r), v_i *= (beta^2 + r) / (v_i + beta^2 + r).
+      statistic in the match (``player_scores``), standardised, read as z_i = stat_scale
+      (p_i - c) + N(0, stat_noise^2) (``base.statistic_evidence``). The family's update
+      already treats each match's likelihood on its own; the evidence is one more such
+      likelihood, N(e_i; s_i, beta^2 + r) with e_i = c + z_i / stat_scale and r =
+      (stat_noise / stat_scale)^2, taken after the team update as the exact Gaussian
+      (Kalman) update of the skill: mu_i += v_i (e_i - mu_i) / (v_i + beta^2 + r),
+      v_i *= (beta^2 + r) / (v_i + beta^2 + r).
 
     The object is immutable after construction; every method returns new values.
     """
@@ -266,7 +267,7 @@ class WengLin(ABC):
         advantage: float = 0.0,
         margin: float = 0.0,
         stat_scale: float = 0.0,
-        stat_noise: float = 25.0 / 6.0,
+        stat_noise: float = 1.0,
         stat_spread: float = 0.0,
     ) -> None:
         self._mu = check_finite("mu", mu)
@@ -369,12 +370,15 @@ class WengLin(ABC):
                 if found is None:
                     new.append(rating)
                     continue
-                e, r = found
+                precision, shifted = found
                 v = rating.sigma * rating.sigma
-                noise = beta2 + r
-                total = v + noise
+                # e observed with variance beta^2 + 1 / pi, times pi above and below.
+                total = precision * (v + beta2) + 1.0
                 new.append(
-                    Rating(rating.mu + v * (e - rating.mu) / total, math.sqrt(v * noise / total))
+                    Rating(
+                        rating.mu + v * (shifted - precision * rating.mu) / total,
+                        math.sqrt(v * (precision * beta2 + 1.0) / total),
+                    )
                 )
             out.append(new)
         return out

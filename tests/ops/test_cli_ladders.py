@@ -80,7 +80,7 @@ class TestCreate:
             "advantage": 0.0,
             "margin": 0.0,
             "stat_scale": 0.0,
-            "stat_noise": 4.166666666666667,
+            "stat_noise": 1.0,
             "stat_spread": 0.0,
             "tau_per_day": 0.01,
             "conservative_k": 3.0,

@@ -59,7 +59,7 @@ def test_defaults_are_the_papers_and_openskills() -> None:
         "advantage": 0.0,
         "margin": 0.0,
         "stat_scale": 0.0,
-        "stat_noise": 25.0 / 6.0,
+        "stat_noise": 1.0,
         "stat_spread": 0.0,
     }
     assert model.rating() == Rating(25.0, 25.0 / 3)

@@ -75,7 +75,20 @@ def _quadrature(
     return out
 
 
-MODEL = TrueSkill(stat_scale=3.0, stat_noise=2.5, tau=0.0)
+#: Evidence N(p_i; c + 3 z_i, 2.5^2): a statistic of 1/3 deviation per performance unit,
+#: with noise of 2.5/3 deviations.
+MODEL = TrueSkill(stat_scale=1 / 3, stat_noise=2.5 / 3, tau=0.0)
+
+
+def _moments(evidence: Any) -> list[tuple[float, float] | None]:
+    """The evidence of each player (in order) as N(p; mean, variance), from its canonical
+    form (precision pi, precision-adjusted mean tau)."""
+    assert evidence is not None
+    return [
+        None if found is None else (found[1] / found[0], 1.0 / found[0])
+        for row in evidence
+        for found in row
+    ]
 
 
 @pytest.mark.parametrize("drawn", [False, True])
@@ -83,15 +96,16 @@ def test_a_duel_matches_numerical_integration(drawn: bool) -> None:
     a, b = Rating(27.0, 6.0), Rating(24.0, 7.0)
     scores = [[2.0], [10.0]]  # the winner did less by their own statistic
     new = MODEL.rate([[a], [b]], ranks=[1, 1] if drawn else None, player_scores=scores)
-    evidence = statistic_evidence([[a], [b]], scores, 3.0, 2.5)
-    assert evidence == [[(22.5, 6.25)], [(28.5, 6.25)]]  # mean mu 25.5, z = -1 and +1
+    evidence = _moments(statistic_evidence([[a], [b]], scores, 1 / 3, 2.5 / 3))
+    flat = [x for found in evidence for x in (found or ())]
+    assert flat == pytest.approx([22.5, 6.25, 28.5, 6.25])  # centre 25.5, z = -1 and +1
     expected = _quadrature(
         [a, b],
         [0, 1],
         MODEL.params["beta"],
         MODEL.draw_margin(2),
         drawn,  # type: ignore[arg-type]
-        [evidence[0][0], evidence[1][0]],
+        evidence,
         n=2001,
     )
     for rating, (mu, sigma) in zip([new[0][0], new[1][0]], expected, strict=True):
@@ -103,15 +117,15 @@ def test_two_against_one_with_an_unknown_statistic_matches_numerical_integration
     a, c, b = Rating(27.0, 6.0), Rating(20.0, 5.0), Rating(24.0, 7.0)
     scores: list[list[float | None]] = [[5.0, None], [1.0]]
     new = MODEL.rate([[a, c], [b]], player_scores=scores)
-    evidence = statistic_evidence([[a, c], [b]], scores, 3.0, 2.5)
-    assert evidence is not None and evidence[0][1] is None
+    evidence = _moments(statistic_evidence([[a, c], [b]], scores, 1 / 3, 2.5 / 3))
+    assert evidence[1] is None
     expected = _quadrature(
         [a, c, b],
         [0, 0, 1],
         MODEL.params["beta"],
         MODEL.draw_margin(3),
         False,  # type: ignore[arg-type]
-        [evidence[0][0], None, evidence[1][0]],
+        evidence,
         n=161,
     )
     for rating, (mu, sigma) in zip([new[0][0], new[0][1], new[1][0]], expected, strict=True):
@@ -142,7 +156,7 @@ def test_without_evidence_the_update_is_the_plain_one(teams: list[list[Rating]])
 @pytest.mark.parametrize("teams", [TEAMS, THREE])
 def test_evidence_of_no_weight_is_the_plain_update(teams: list[list[Rating]]) -> None:
     scores = [[float(n * 7 + j) for n, _ in enumerate(team)] for j, team in enumerate(teams)]
-    loose = TrueSkill(stat_scale=2.0, stat_noise=1e7).rate(teams, player_scores=scores)
+    loose = TrueSkill(stat_scale=1e-12, stat_noise=1.0).rate(teams, player_scores=scores)
     for got, want in zip(loose, TrueSkill().rate(teams), strict=True):
         for g, w in zip(got, want, strict=True):
             assert g.mu == pytest.approx(w.mu, rel=1e-9)
@@ -151,7 +165,7 @@ def test_evidence_of_no_weight_is_the_plain_update(teams: list[list[Rating]]) ->
 
 def test_the_better_statistic_gains_more_within_a_team() -> None:
     teams = [[Rating(25.0, 8.0), Rating(25.0, 8.0)], [Rating(25.0, 8.0), Rating(25.0, 8.0)]]
-    new = TrueSkill(stat_scale=4.0, stat_noise=3.0).rate(teams, player_scores=[[9, 1], [5, 5]])
+    new = TrueSkill(stat_scale=0.25, stat_noise=0.75).rate(teams, player_scores=[[9, 1], [5, 5]])
     assert new[0][0].mu > new[0][1].mu  # the winning team's carry gains more
     assert new[1][0].mu == pytest.approx(new[1][1].mu)
     plain = TrueSkill().rate(teams)
@@ -190,10 +204,10 @@ def test_the_weng_lin_models_observe_the_evidence_after_the_outcome(algorithm: s
     variance beta^2 + r (the performance's deviation and the evidence's)."""
     teams = [[Rating(25.0, 8.0), Rating(30.0, 4.0)], [Rating(22.0, 6.0), Rating(26.0, 3.0)]]
     scores: list[list[float | None]] = [[9.0, 1.0], [None, 4.0]]
-    params = {"stat_scale": 3.0, "stat_noise": 2.0, "stat_spread": 1.5}
+    params = {"stat_scale": 1 / 3, "stat_noise": 2.0 / 3, "stat_spread": 1.5}
     model = make_model(algorithm, params)
     plain = make_model(algorithm).rate(teams)
-    evidence = statistic_evidence(teams, scores, 3.0, 2.0, 1.5)
+    evidence = statistic_evidence(teams, scores, 1 / 3, 2.0 / 3, 1.5)  # c + 3 z, 2^2
     assert evidence is not None and evidence[1][0] is None
     beta2 = (25.0 / 6.0) ** 2
     new = model.rate(teams, player_scores=scores)
@@ -202,7 +216,7 @@ def test_the_weng_lin_models_observe_the_evidence_after_the_outcome(algorithm: s
             if found is None:
                 assert got == before
                 continue
-            e, r = found
+            e, r = found[1] / found[0], 1.0 / found[0]
             v = before.sigma**2
             assert got.mu == pytest.approx(before.mu + v * (e - before.mu) / (v + beta2 + r))
             assert got.sigma == pytest.approx(math.sqrt(v * (beta2 + r) / (v + beta2 + r)))
@@ -214,13 +228,14 @@ def test_elo_steps_towards_the_evidence() -> None:
     scores: list[list[float | None]] = [[10.0, 2.0], [6.0, 6.0]]
     model = make_model("elo", {"stat_scale": 100.0, "stat_weight": 0.2})
     plain = make_model("elo").rate(teams)
-    evidence = statistic_evidence(teams, scores, 100.0, 1.0)
-    assert evidence is not None
+    z = standard_scores(teams, scores)
+    assert z is not None
+    centre = (1500 + 1600 + 1550 + 1450) / 4
     new = model.rate(teams, player_scores=scores)
-    for got_row, plain_row, found_row in zip(new, plain, evidence, strict=True):
-        for got, before, found in zip(got_row, plain_row, found_row, strict=True):
-            assert found is not None
-            assert got.mu == pytest.approx(before.mu + 0.2 * (found[0] - before.mu))
+    for got_row, plain_row, z_row in zip(new, plain, z, strict=True):
+        for got, before, x in zip(got_row, plain_row, z_row, strict=True):
+            e = centre + 100.0 * x
+            assert got.mu == pytest.approx(before.mu + 0.2 * (e - before.mu))
     assert new[0][0].mu > plain[0][0].mu and new[0][1].mu < plain[0][1].mu
     assert make_model("elo").rate(teams, player_scores=scores) == plain
 
@@ -252,7 +267,7 @@ def test_the_vectorised_replay_takes_statistics_as_the_scalar_update_does() -> N
                 [None if rng.random() < 0.1 else float(rng.randrange(5)) for _ in t] for t in teams
             ]
         matches.append(ReplayMatch(teams, ranks, day=n / 10, player_scores=stats))
-    model = TrueSkill(stat_scale=10.0, stat_noise=5.0, stat_spread=1.0, beta=8.0, tau=0.3)
+    model = TrueSkill(stat_scale=0.1, stat_noise=0.5, stat_spread=1.0, beta=8.0, tau=0.3)
     assert kernel_for(model) is not None and kernel_for(model).evidence  # type: ignore[union-attr]
     mu = np.full(players, 25.0)
     sigma = np.full(players, 25.0 / 3.0)

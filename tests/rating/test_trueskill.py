@@ -59,7 +59,7 @@ class TestDefaults:
                 "advantage": 0.0,
                 "margin": 0.0,
                 "stat_scale": 0.0,
-                "stat_noise": 25.0 / 6.0,
+                "stat_noise": 1.0,
                 "stat_spread": 0.0,
             }
         )

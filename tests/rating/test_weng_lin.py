@@ -85,7 +85,7 @@ def test_defaults_are_openskills(name: str) -> None:
         "advantage": 0.0,
         "margin": 0.0,
         "stat_scale": 0.0,
-        "stat_noise": 25.0 / 6.0,
+        "stat_noise": 1.0,
         "stat_spread": 0.0,
     }
     if name.startswith("Thurstone"):
