@@ -54,7 +54,7 @@ def _migrate(revision: str = "head") -> None:
             f"the database {database()} is at schema {', '.join(sorted(before))}, newer than "
             f"{revision}: migrate only goes up, nothing was done"
         )
-    upgrade(revision=revision)
+    before = upgrade(revision=revision)
     after = current_revisions()
     at = ", ".join(sorted(after)) or "base"
     if after == before:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from logging.config import fileConfig
 
 from alembic import context
+from sqlalchemy import text
 
 from app.storage.engine import get_engine, normalize_url
 from app.storage.models import Base
@@ -16,6 +17,9 @@ if config.config_file_name is not None and not config.attributes.get("url"):
     fileConfig(config.config_file_name, disable_existing_loggers=False)
 
 target_metadata = Base.metadata
+
+#: The key of the advisory lock a migration holds on PostgreSQL ("ratings:migrate").
+MIGRATE_LOCK = 0x7261746D6967
 
 
 def database_url() -> str:
@@ -48,6 +52,17 @@ def run_migrations_online() -> None:
             render_as_batch=connection.dialect.name == "sqlite",
         )
         with context.begin_transaction():
+            if connection.dialect.name == "postgresql":
+                # One migrator at a time, whatever the instances that start together: the
+                # lock is taken before the schema's revision is read, and held to the
+                # commit (a transaction's lock, so a pooler in transaction mode keeps it).
+                # The others then read the revision the first committed. SQLite's BEGIN
+                # IMMEDIATE holds the whole database already.
+                connection.execute(
+                    text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATE_LOCK}
+                )
+            # What this migration starts from, read under the lock, for the caller to say.
+            config.attributes["found"] = set(context.get_context().get_current_heads())
             context.run_migrations()
 
 

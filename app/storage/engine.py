@@ -651,11 +651,15 @@ def alembic_config(url: str | None = None) -> Config:
     return config
 
 
-def upgrade(url: str | None = None, revision: str = "head") -> None:
-    """Migrate the database at ``url`` up to ``revision`` (``alembic upgrade``)."""
+def upgrade(url: str | None = None, revision: str = "head") -> set[str]:
+    """Migrate the database at ``url`` up to ``revision`` (``alembic upgrade``); the
+    revisions it found the schema at (none: empty), read under the migration's lock (on
+    PostgreSQL an instance that waited for another finds that one's)."""
     from alembic import command
 
-    command.upgrade(alembic_config(url), revision)
+    config = alembic_config(url)
+    command.upgrade(config, revision)
+    return set(config.attributes.get("found", ()))
 
 
 def downgrade(url: str | None, revision: str) -> None:
