@@ -197,6 +197,11 @@ class Settings(BaseSettings):
     rate_limit_burst: int = Field(default=0, ge=0, le=10**6)
     rate_limit_loopback: bool = False
     rate_limit_max_clients: int = Field(default=100_000, ge=1)
+    #: The proxies whose ``X-Forwarded-For`` and ``X-Forwarded-Proto`` are believed:
+    #: addresses or networks, comma-separated (``RATINGS_TRUSTED_PROXIES=10.0.0.5,
+    #: 10.1.0.0/16``; ``*`` trusts every peer). Empty (the default): none, a client is the
+    #: address it connects from.
+    trusted_proxies: str = Field(default="", max_length=4096)
     #: Whether a worker tunes its garbage collector when it starts (``app.main.tune_gc``):
     #: ``ratings serve`` turns it on for its workers unless the operator set it.
     gc_tuning: bool = False

@@ -16,10 +16,16 @@ of 100/s on 4 workers: ``RATINGS_RATE_LIMIT_PER_SECOND=25``). uvicorn hands each
 connection to one worker and a keep-alive connection stays with it, so a client on one
 connection meets exactly the configured rate.
 
-A client is its key: the SHA-256 of the bearer token (the key itself is not kept), or for
-requests without one the client address. The table of buckets holds at most
-``RATINGS_RATE_LIMIT_MAX_CLIENTS`` entries, forgetting the least recently seen first (a
-forgotten client starts again with a full bucket).
+A client is its key: the SHA-256 of the bearer token (the key itself is not kept), once a
+request with it has been answered other than 401 (the key is known); until then, and for
+requests without a key, the client address. So a client that sends a new made-up token
+with every request is counted by its address and limited like any other, and a token is
+never looked up before it has a bucket. The address is the peer's, or the
+``X-Forwarded-For`` of a proxy named in ``RATINGS_TRUSTED_PROXIES`` (``ratings serve``
+believes no other). The tables of buckets and of known keys hold at most
+``RATINGS_RATE_LIMIT_MAX_CLIENTS`` entries each, forgetting the least recently seen first
+(a forgotten client starts again with a full bucket; a forgotten key is counted by its
+address until it is answered again).
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 from starlette.datastructures import Headers
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.problems import problem_response
 from app.api.security import bearer_key
@@ -81,15 +87,14 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def client_of(scope: Scope) -> tuple[str, bool]:
-    """(the client's bucket name, whether it connects over loopback)."""
+def client_of(scope: Scope) -> tuple[str, str | None, bool]:
+    """(the client's address bucket name, the digest of its bearer token (None: none),
+    whether it connects over loopback)."""
     client = scope.get("client")
     host = str(client[0]) if client else ""
     token = bearer_key(Headers(scope=scope).get("authorization"))
-    if token:
-        digest = hashlib.sha256(token.encode("utf-8", "replace")).hexdigest()[:32]
-        return f"key:{digest}", _is_loopback(host)
-    return f"address:{host}", _is_loopback(host)
+    digest = hashlib.sha256(token.encode("utf-8", "replace")).hexdigest()[:32] if token else None
+    return f"address:{host}", digest, _is_loopback(host)
 
 
 class RateLimitMiddleware:
@@ -99,6 +104,8 @@ class RateLimitMiddleware:
         self.app = app
         self.settings = settings or get_settings().rate_limit
         self.buckets: TokenBuckets | None = None
+        #: The digests of the keys answered other than 401 (least recently seen first).
+        self.known: OrderedDict[str, None] = OrderedDict()
         if self.settings.per_second > 0:
             self.buckets = TokenBuckets(
                 self.settings.per_second, self.settings.capacity, self.settings.max_clients
@@ -108,13 +115,17 @@ class RateLimitMiddleware:
         if self.buckets is None or scope["type"] != "http" or scope["path"] in EXEMPT_PATHS:
             await self.app(scope, receive, send)
             return
-        client, loopback = client_of(scope)
+        address, digest, loopback = client_of(scope)
         if loopback and not self.settings.loopback:
             await self.app(scope, receive, send)
             return
-        wait = self.buckets.take(client)
+        known = digest is not None and digest in self.known
+        wait = self.buckets.take(f"key:{digest}" if known else address)
         if wait <= 0.0:
-            await self.app(scope, receive, send)
+            if digest is None:
+                await self.app(scope, receive, send)
+            else:
+                await self.app(scope, receive, self._learning(digest, send))
             return
         retry_after = max(1, math.ceil(wait))
         response = problem_response(
@@ -128,3 +139,21 @@ class RateLimitMiddleware:
             headers={"Retry-After": str(retry_after)},
         )
         await response(scope, receive, send)
+
+    def _learning(self, digest: str, send: Send) -> Send:
+        """``send``, noting whether the key of ``digest`` is known by the answer's status:
+        401 (unknown or revoked) forgets it, anything else knows it."""
+        known = self.known
+
+        async def learn(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                if message["status"] == 401:
+                    known.pop(digest, None)
+                else:
+                    known[digest] = None
+                    known.move_to_end(digest)
+                    while len(known) > self.settings.max_clients:
+                        known.popitem(last=False)
+            await send(message)
+
+        return learn

@@ -153,6 +153,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         log_config=log_config(),
         http="app.api.protocol:BoundedHttpToolsProtocol",
         timeout_keep_alive=settings.keep_alive_s,
+        # Forwarded headers only from the configured proxies: uvicorn's default believes
+        # any peer on 127.0.0.1, so a client there could name any address it liked.
+        proxy_headers=bool(settings.trusted_proxies.strip()),
+        forwarded_allow_ips=settings.trusted_proxies.strip() or None,
     )
     return 0
 

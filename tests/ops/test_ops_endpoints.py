@@ -309,6 +309,7 @@ class TestSettings:
             "RATINGS_RATE_LIMIT_BURST": "50",
             "RATINGS_RATE_LIMIT_LOOPBACK": "true",
             "RATINGS_RATE_LIMIT_MAX_CLIENTS": "1000",
+            "RATINGS_TRUSTED_PROXIES": "10.0.0.5,10.1.0.0/16",
             "RATINGS_GC_TUNING": "1",
         }
         for name, value in values.items():
@@ -361,6 +362,7 @@ class TestSettings:
             "rate_limit_burst": 50,
             "rate_limit_loopback": True,
             "rate_limit_max_clients": 1000,
+            "trusted_proxies": "10.0.0.5,10.1.0.0/16",
             "gc_tuning": True,
         }
 

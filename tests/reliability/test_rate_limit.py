@@ -5,13 +5,17 @@ done. Off by default; loopback clients are exempt unless configured; probes neve
 
 from __future__ import annotations
 
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
 from app.api.ratelimit import TokenBuckets
 from app.config import RateLimit, get_settings
+from tests.ops.test_cli import serve, stop, wait_until_up
 from tests.reliability.conftest import create_ladder
 from tests.service.helpers import table_counts
 
@@ -83,7 +87,9 @@ def test_a_key_over_its_rate_gets_429_and_nothing_is_done(
     operator = limited(("127.0.0.1", 1))  # loopback: not limited
     operator.headers.update(admin)
     create_ladder(operator, "rl")
-    for _ in range(3):
+    # The key's first request is counted by the address (the key is not known yet); once
+    # answered, the key has its bucket of three.
+    for _ in range(4):
         assert http.post("/v1/ladders/rl/matches", json=MATCH, headers=writer).status_code == 201
     counts = table_counts(database_url)
     refused = http.post("/v1/ladders/rl/matches", json=MATCH, headers=writer)
@@ -92,16 +98,35 @@ def test_a_key_over_its_rate_gets_429_and_nothing_is_done(
     assert int(refused.headers["retry-after"]) >= 1
     assert refused.json()["status"] == 429 and "rate" in refused.json()["detail"]
     assert table_counts(database_url) == counts
-    # Another key from the same address has its own bucket; probes are never limited.
-    assert http.get("/v1/ladders/rl", headers=admin).status_code == 200
+    # Another key from the same address has its own bucket once known; probes are never
+    # limited.
+    for _ in range(4):
+        assert http.get("/v1/ladders/rl", headers=admin).status_code == 200
     for _ in range(5):
         assert http.get("/healthz").status_code == 200
-    # Anonymous reads are counted per address.
-    for _ in range(3):
-        assert http.get("/v1/ladders/rl/leaderboard").status_code == 200
+    # Anonymous reads are counted per address: this one has one of its three left.
+    assert http.get("/v1/ladders/rl/leaderboard").status_code == 200
     assert http.get("/v1/ladders/rl/leaderboard").status_code == 429
     other = limited(("203.0.113.8", 5000))
     assert other.get("/v1/ladders/rl/leaderboard").status_code == 200
+
+
+def test_made_up_tokens_are_counted_by_the_address(
+    limited: Callable[[tuple[str, int]], TestClient],
+    make_key: Callable[[str, str], str],
+) -> None:
+    """A client sending a fresh random token with every request gets no bucket per token:
+    its requests count against its address, and after the burst it is refused before any
+    token is looked up. A real key of another client is not held back by it."""
+    http = limited(("203.0.113.9", 5000))
+    codes = [
+        http.get("/v1/ladders", headers={"Authorization": f"Bearer rk_{n:08x}_made-up"}).status_code
+        for n in range(20)
+    ]
+    assert codes == [401] * 3 + [429] * 17
+    reader = {"Authorization": f"Bearer {make_key('read', 'reader')}"}
+    elsewhere = limited(("203.0.113.10", 5000))
+    assert {elsewhere.get("/v1/ladders", headers=reader).status_code for _ in range(4)} == {200}
 
 
 def test_loopback_clients_are_not_limited_unless_configured(
@@ -123,3 +148,35 @@ def test_loopback_clients_are_not_limited_unless_configured(
 
 def test_off_by_default(app_client: TestClient) -> None:
     assert {app_client.get("/v1/ladders").status_code for _ in range(50)} == {200}
+
+
+def _codes(base: str, forwarded: list[str]) -> list[int]:
+    codes = []
+    for address in forwarded:
+        request = urllib.request.Request(f"{base}/v1/ladders", headers={"X-Forwarded-For": address})
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                codes.append(response.status)
+        except urllib.error.HTTPError as error:
+            codes.append(error.code)
+    return codes
+
+
+@pytest.mark.parametrize("trusted", ["", "127.0.0.1"])
+def test_forwarded_addresses_count_only_from_trusted_proxies(tmp_path: Path, trusted: str) -> None:
+    """A real server: with no trusted proxy an `X-Forwarded-For` that names a new address
+    on every request changes nothing (the peer is the client, and it is limited); from a
+    proxy named in RATINGS_TRUSTED_PROXIES each forwarded address is a client of its own."""
+    env = {
+        "RATINGS_RATE_LIMIT_PER_SECOND": "0.001",
+        "RATINGS_RATE_LIMIT_BURST": "2",
+        "RATINGS_RATE_LIMIT_LOOPBACK": "true",
+        "RATINGS_TRUSTED_PROXIES": trusted,
+    }
+    process, base = serve(tmp_path, env_extra=env)
+    try:
+        wait_until_up(base, process)
+        codes = _codes(base, [f"198.51.100.{n}" for n in range(1, 7)])
+    finally:
+        stop(process)
+    assert codes == ([200] * 6 if trusted else [200, 200, 429, 429, 429, 429])
