@@ -68,6 +68,10 @@ class RateLimit:
     burst: int = 0
     loopback: bool = False
     max_clients: int = 100_000
+    #: Redis shared by every worker of every instance (empty: buckets per worker).
+    redis_url: str = ""
+    #: The prefix of the buckets' Redis keys.
+    redis_prefix: str = "ratings:rate:"
 
     @property
     def capacity(self) -> float:
@@ -202,6 +206,11 @@ class Settings(BaseSettings):
     #: 10.1.0.0/16``; ``*`` trusts every peer). Empty (the default): none, a client is the
     #: address it connects from.
     trusted_proxies: str = Field(default="", max_length=4096)
+    #: Redis (``redis://host:port/db``) holding the rate limit's buckets, shared by every
+    #: worker of every instance; empty: each worker keeps its own.
+    redis_url: str = Field(default="", max_length=4096)
+    #: The prefix of the rate limit's keys in that Redis (instances of one service share it).
+    redis_prefix: str = Field(default="ratings:rate:", max_length=256)
     #: Whether a worker tunes its garbage collector when it starts (``app.main.tune_gc``):
     #: ``ratings serve`` turns it on for its workers unless the operator set it.
     gc_tuning: bool = False
@@ -213,6 +222,8 @@ class Settings(BaseSettings):
             burst=self.rate_limit_burst,
             loopback=self.rate_limit_loopback,
             max_clients=self.rate_limit_max_clients,
+            redis_url=self.redis_url,
+            redis_prefix=self.redis_prefix,
         )
 
     @property

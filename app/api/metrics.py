@@ -57,6 +57,13 @@ MATCHES_RECORDED = Counter(
     "ratings_database_matches_recorded_total).",
 )
 
+#: Requests let through because the shared rate limit's Redis did not answer (it fails
+#: open: a client is never refused for the limiter's own trouble).
+RATE_LIMIT_UNAVAILABLE = Counter(
+    "ratings_rate_limit_unavailable",
+    "Requests let through unlimited because Redis (RATINGS_REDIS_URL) did not answer.",
+)
+
 #: The name and help of the figure read from the database at each scrape.
 DATABASE_MATCHES = "ratings_database_matches_recorded"
 DATABASE_MATCHES_HELP = (

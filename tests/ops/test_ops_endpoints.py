@@ -310,6 +310,8 @@ class TestSettings:
             "RATINGS_RATE_LIMIT_LOOPBACK": "true",
             "RATINGS_RATE_LIMIT_MAX_CLIENTS": "1000",
             "RATINGS_TRUSTED_PROXIES": "10.0.0.5,10.1.0.0/16",
+            "RATINGS_REDIS_URL": "redis://127.0.0.1:6379/3",
+            "RATINGS_REDIS_PREFIX": "arena:",
             "RATINGS_GC_TUNING": "1",
         }
         for name, value in values.items():
@@ -363,6 +365,8 @@ class TestSettings:
             "rate_limit_loopback": True,
             "rate_limit_max_clients": 1000,
             "trusted_proxies": "10.0.0.5,10.1.0.0/16",
+            "redis_url": "redis://127.0.0.1:6379/3",
+            "redis_prefix": "arena:",
             "gc_tuning": True,
         }
 

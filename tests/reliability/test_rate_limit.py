@@ -5,17 +5,21 @@ done. Off by default; loopback clients are exempt unless configured; probes neve
 
 from __future__ import annotations
 
+import logging
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from prometheus_client import REGISTRY
 
 from app.api.ratelimit import TokenBuckets
 from app.config import RateLimit, get_settings
-from tests.ops.test_cli import serve, stop, wait_until_up
+from tests.ops.test_cli import free_port, serve, stop, wait_until_up
 from tests.reliability.conftest import create_ladder
 from tests.service.helpers import table_counts
 
@@ -180,3 +184,80 @@ def test_forwarded_addresses_count_only_from_trusted_proxies(tmp_path: Path, tru
     finally:
         stop(process)
     assert codes == ([200] * 6 if trusted else [200, 200, 429, 429, 429, 429])
+
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+def _redis_app(monkeypatch: pytest.MonkeyPatch, database_url: str, redis_url: str) -> Any:
+    monkeypatch.setenv("RATINGS_DATABASE_URL", database_url)
+    monkeypatch.setenv("RATINGS_RATE_LIMIT_PER_SECOND", "0.001")
+    monkeypatch.setenv("RATINGS_RATE_LIMIT_BURST", "3")
+    monkeypatch.setenv("RATINGS_REDIS_URL", redis_url)
+    monkeypatch.setenv("RATINGS_REDIS_PREFIX", f"ratings-test:{uuid.uuid4().hex}:")
+    get_settings.cache_clear()
+    from app.main import create_app
+
+    return create_app
+
+
+def test_one_limit_across_instances_with_redis(
+    database_url: str, admin_key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two instances on one Redis share each client's bucket: three requests in all, then
+    429 from either; every answer says the limit, what is left and when it is full."""
+    create_app = _redis_app(monkeypatch, database_url, REDIS_URL)
+    address = ("203.0.113.20", 5000)
+    with (
+        TestClient(create_app(), client=address) as one,
+        TestClient(create_app(), client=address) as two,
+    ):
+        answers = [(one if n % 2 else two).get("/v1/ladders") for n in range(5)]
+        assert [a.status_code for a in answers] == [200, 200, 200, 429, 429]
+        assert [a.headers["ratelimit-remaining"] for a in answers] == ["2", "1", "0", "0", "0"]
+        assert {a.headers["ratelimit-limit"] for a in answers} == {"3"}
+        assert int(answers[0].headers["ratelimit-reset"]) >= 1000  # a token in 1,000 s
+        assert int(answers[3].headers["retry-after"]) >= 1
+        # Another address has its own bucket, in both instances.
+        other = TestClient(create_app(), client=("203.0.113.21", 5000))
+        with other:
+            assert other.get("/v1/ladders").status_code == 200
+    get_settings.cache_clear()
+
+
+def test_redis_down_lets_requests_through_counted_and_logged_once(
+    database_url: str,
+    admin_key: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    create_app = _redis_app(monkeypatch, database_url, f"redis://127.0.0.1:{free_port()}/0")
+    before = REGISTRY.get_sample_value("ratings_rate_limit_unavailable_total") or 0.0
+    with (
+        caplog.at_level(logging.WARNING, logger="app.api.ratelimit"),
+        TestClient(create_app(), client=("203.0.113.22", 5000)) as client,
+    ):
+        codes = {client.get("/v1/ladders").status_code for _ in range(6)}
+    assert codes == {200}  # never a 500, never refused for the limiter's own trouble
+    after = REGISTRY.get_sample_value("ratings_rate_limit_unavailable_total")
+    assert after == before + 6
+    said = [r.getMessage() for r in caplog.records if "Redis did not answer" in r.getMessage()]
+    assert len(said) == 1
+    get_settings.cache_clear()
+
+
+def test_the_workers_of_a_server_share_the_limit_through_redis(tmp_path: Path) -> None:
+    env = {
+        "RATINGS_RATE_LIMIT_PER_SECOND": "0.001",
+        "RATINGS_RATE_LIMIT_BURST": "3",
+        "RATINGS_RATE_LIMIT_LOOPBACK": "true",
+        "RATINGS_REDIS_URL": REDIS_URL,
+        "RATINGS_REDIS_PREFIX": f"ratings-test:{uuid.uuid4().hex}:",
+    }
+    process, base = serve(tmp_path, "--workers", "2", env_extra=env)
+    try:
+        wait_until_up(base, process)
+        codes = _codes(base, ["ignored"] * 10)  # a new connection each: any worker
+    finally:
+        stop(process)
+    assert codes == [200, 200, 200] + [429] * 7
