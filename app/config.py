@@ -115,6 +115,11 @@ class Settings(BaseSettings):
     pool_size: int = Field(default=10, ge=1, le=200)
     #: PostgreSQL statement timeout in milliseconds (0: none).
     statement_timeout_ms: int = Field(default=10_000, ge=0)
+    #: ``transaction``: the database URL is a pooler in transaction mode (PgBouncer's
+    #: ``pool_mode = transaction``), whose server connections change hands between
+    #: transactions: no startup parameter it refuses, no server-side prepared statement,
+    #: and the statement timeout set in each transaction (``SET LOCAL``). Empty: a server.
+    database_pooler: Literal["", "transaction"] = ""
     #: How much longer than the statement timeout the service waits for any reply of
     #: PostgreSQL before it closes the connection as frozen, in milliseconds.
     reply_grace_ms: int = Field(default=5_000, ge=0)

@@ -208,7 +208,13 @@ def _postgres_connect_args(settings: Settings) -> dict[str, Any]:
         "keepalives_count": settings.tcp_keepalives_count,
         "tcp_user_timeout": settings.tcp_user_timeout_ms,
     }
-    if settings.statement_timeout_ms:
+    if settings.database_pooler == "transaction":
+        # A pooler in transaction mode refuses the startup parameter "options" and hands a
+        # server connection to another client between transactions: no prepared
+        # statements (psycopg prepares a statement run five times), and the statement
+        # timeout is set in each transaction (``_postgres_engine``).
+        connect_args["prepare_threshold"] = None
+    elif settings.statement_timeout_ms:
         connect_args["options"] = f"-c statement_timeout={settings.statement_timeout_ms}"
     return connect_args
 
@@ -231,10 +237,24 @@ def _postgres_engine(url: str) -> Engine:
         return connection
 
     # Every transaction starts with the settings' bound (one may lift it:
-    # :func:`lift_reply_bound`).
+    # :func:`lift_reply_bound`); through a pooler in transaction mode, with its statement
+    # timeout too (the transaction's first statement: it begins it).
+    per_transaction = (
+        f"SET LOCAL statement_timeout = {int(settings.statement_timeout_ms)}"
+        if settings.database_pooler == "transaction" and settings.statement_timeout_ms
+        else None
+    )
+
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
-        _bounded(connection.connection.dbapi_connection).reply_timeout_s = default_bound
+        dbapi_connection = connection.connection.dbapi_connection
+        _bounded(dbapi_connection).reply_timeout_s = default_bound
+        if per_transaction is not None:
+            cursor = dbapi_connection.cursor()
+            try:
+                cursor.execute(per_transaction)
+            finally:
+                cursor.close()
 
     # SQLAlchemy's pool_pre_ping costs a round trip on every checkout, that is on every
     # request. A connection in steady use is known to be alive; one that sat idle in the
@@ -449,9 +469,11 @@ class LoopConnection:
             url = make_url(normalize_url(read_url(primary=self.primary)))
             conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
             arguments = _postgres_connect_args(settings)
-            # Its one statement (the reads' validator) is planned once, generically:
-            # PostgreSQL planned it anew for every read, half of its 0.15 ms there.
-            arguments["options"] = f"{arguments.get('options', '')} {GENERIC_PLANS}".strip()
+            if settings.database_pooler != "transaction":
+                # Its one statement (the reads' validator) is planned once, generically:
+                # PostgreSQL planned it anew for every read, half of its 0.15 ms there. (A
+                # pooler in transaction mode refuses startup options: planned each time.)
+                arguments["options"] = f"{arguments.get('options', '')} {GENERIC_PLANS}".strip()
             connection = await BoundedAsyncConnection.connect(
                 conninfo, autocommit=True, **arguments
             )

@@ -312,6 +312,7 @@ class TestSettings:
             "RATINGS_TRUSTED_PROXIES": "10.0.0.5,10.1.0.0/16",
             "RATINGS_REDIS_URL": "redis://127.0.0.1:6379/3",
             "RATINGS_REDIS_PREFIX": "arena:",
+            "RATINGS_DATABASE_POOLER": "transaction",
             "RATINGS_GC_TUNING": "1",
         }
         for name, value in values.items():
@@ -367,6 +368,7 @@ class TestSettings:
             "trusted_proxies": "10.0.0.5,10.1.0.0/16",
             "redis_url": "redis://127.0.0.1:6379/3",
             "redis_prefix": "arena:",
+            "database_pooler": "transaction",
             "gc_tuning": True,
         }
 
