@@ -464,6 +464,7 @@ def void_match(
     in one ordered statement.
     """
     ladder = hold_ladder(session=session, ladder_id=ladder.id, patient=patient)
+    blocks.filled(session)  # it may rewrite many ratings: their blocks are cut after it
     # A season opening under way finishes first: the replay reads every reset it makes.
     finish_opening(session=session, ladder=ladder, now=now)
     match = rerating_repo.lock_match(session=session, ladder_id=ladder.id, match_id=match_id)
@@ -792,6 +793,7 @@ def rebuild(
     the ladder's current parameters; in one transaction that holds the ladder
     (:func:`hold_ladder`), every rating locked."""
     ladder = hold_ladder(session=session, ladder_id=ladder.id, patient=patient)
+    blocks.filled(session)  # it rewrites every rating: their blocks are cut after it
     # A season opening under way finishes first: the replay reads every reset it makes.
     finish_opening(session=session, ladder=ladder, now=now)
     config = ladder_config(ladder.algorithm, ladder.params)

@@ -14,8 +14,12 @@ writer at a time.
 
 The service cuts by itself: :func:`due` picks one changing commit in :data:`CHECK_EVERY` of
 each ladder, and :func:`cut_full` then cuts at most :data:`CUTS_AT_ONCE` blocks, for about
-:data:`CUT_SECONDS` at most. After
-ratings are loaded straight into the database, ``ratings ladders blocks`` cuts them all.
+:data:`CUT_SECONDS` at most. A write that changed many ratings at once (a batch or an
+import, a void, a rebuild, a season's reset, an inactivity step: :func:`filled`) may fill
+many blocks in one commit, which one commit in :data:`CHECK_EVERY` would not see: after
+it, the service cuts until no block is full, in rounds of the same size, each its own
+transaction (writers go on between them). After ratings are loaded straight into the
+database, ``ratings ladders blocks`` cuts them all.
 """
 
 from __future__ import annotations
@@ -101,6 +105,25 @@ def bucket_range(conservative: float, width: float) -> dict[str, Any]:
 
 _commits: Counter[str] = Counter()
 _commits_lock = threading.Lock()
+
+
+_FILLED = "blocks.filled"
+
+
+def filled(session: Session) -> None:
+    """Say that the transaction of ``session`` may fill many blocks at once (it writes
+    many ratings): after it commits, its ladders' full blocks are all cut."""
+    session.info[_FILLED] = True
+
+
+def was_filled(session: Session) -> bool:
+    """Whether :func:`filled` was said of the transaction of ``session``."""
+    return bool(session.info.get(_FILLED))
+
+
+#: Rounds of :func:`cut_full` after a write that :func:`filled` blocks, at most (each cuts
+#: up to :data:`CUTS_AT_ONCE`; the rest wait for later commits).
+FILLED_ROUNDS = 256
 
 
 def due(ladder_id: str) -> bool:

@@ -66,11 +66,12 @@ def run(
                     answer = work(session)
                     changed = versions.bump(session)
                     outbox.flush(session)
+                    thorough = bulk or blocks.was_filled(session)
                     session.commit()
                 except BaseException:
                     session.rollback()
                     raise
-            _tend_blocks(changed, session_factory)
+            _tend_blocks(changed, session_factory, thorough=thorough)
             return answer
         except DBAPIError as exc:
             reason = retry_reason(exc.orig) if exc.orig is not None else None
@@ -124,14 +125,23 @@ def transactor(session_factory: Callable[[], Session] = SessionLocal) -> Transac
     return transact
 
 
-def _tend_blocks(ladders: Iterable[str], session_factory: Callable[[], Session]) -> None:
+def _tend_blocks(
+    ladders: Iterable[str], session_factory: Callable[[], Session], *, thorough: bool = False
+) -> None:
     """Cut the full rating blocks of the ladders a commit changed, when :func:`blocks.due`
-    picks the commit. The commit stands whatever happens here: a failure is logged, and a
-    later commit tries again."""
+    picks the commit; after a commit that wrote many ratings (``thorough``: a bulk write,
+    or one that said :func:`blocks.filled`), until none is full, in rounds of
+    :func:`blocks.cut_full`, each its own transaction. The commit stands whatever happens
+    here: a failure is logged, and a later commit tries again."""
     for ladder_id in sorted(ladders):
-        if not blocks.due(ladder_id):
+        if not (thorough or blocks.due(ladder_id)):
             continue
         try:
-            run(partial(blocks.cut_full, ladder_id=ladder_id), session_factory=session_factory)
+            for _ in range(blocks.FILLED_ROUNDS if thorough else 1):
+                cut = run(
+                    partial(blocks.cut_full, ladder_id=ladder_id), session_factory=session_factory
+                )
+                if not cut:
+                    break
         except Exception:
             _log.exception("cutting the rating blocks of ladder %r failed", ladder_id)

@@ -277,3 +277,41 @@ def test_the_full_blocks_index_holds_what_the_service_looks_for() -> None:
     (index,) = [i for i in RatingBlock.__table__.indexes if i.name == "ix_rating_blocks_full"]
     for dialect in ("postgresql", "sqlite"):
         assert str(index.dialect_options[dialect]["where"]) == f"players > {blocks.FULL_ROW}"
+
+
+def test_batches_leave_no_full_block_behind(client: TestClient, database_url: str) -> None:
+    """A launch: batches of new players who each played one match, so half of them share
+    the winners' rating and half the losers'. Every batch fills those two blocks again;
+    the service cuts what each filled right after it (not one commit in CHECK_EVERY), so a
+    rank reads small blocks with nothing run by hand."""
+    create_ladder(client, "launch")
+    per_batch = 1500 if database_url.startswith("postgresql") else 400
+    for batch in range(3):
+        bodies = [
+            {"teams": [[f"w{batch}-{n:05d}"], [f"l{batch}-{n:05d}"]]} for n in range(per_batch)
+        ]
+        response = client.post("/v1/ladders/launch/matches/batch", json={"matches": bodies})
+        assert response.status_code == 201, response.text
+        with session_factory(get_engine(database_url))() as session:
+            assert not blocks.full(session=session, ladder_id="launch"), batch
+    assert_blocks_exact(database_url)
+    assert_ranks_exact(client, database_url, "launch", players=["w0-00000", "l2-00399"])
+
+
+def test_a_void_and_a_rebuild_cut_what_they_filled(
+    client: TestClient, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rebuild rewrites every rating in one commit: its blocks are cut after it even when
+    the sampling would not pick the commit."""
+    monkeypatch.setattr(blocks, "CHECK_EVERY", 10**9)
+    create_ladder(client, "re")
+    many = 1500 if database_url.startswith("postgresql") else 400
+    _insert(database_url, "re", _tie(many, seed=4))
+    client.post("/v1/ladders/re/matches", json={"match_id": "m", "teams": [["a"], ["b"]]})
+    with session_factory(get_engine(database_url))() as session:
+        assert blocks.full(session=session, ladder_id="re")  # loaded by hand: not cut yet
+    rebuilt = client.patch("/v1/ladders/re?rebuild=true", json={"params": {"beta": 5.0}})
+    assert rebuilt.status_code == 200, rebuilt.text
+    with session_factory(get_engine(database_url))() as session:
+        assert not blocks.full(session=session, ladder_id="re")
+    assert_blocks_exact(database_url)
