@@ -12,7 +12,10 @@ On a fresh PostgreSQL database (made on ``--postgres`` and dropped afterwards) t
 at the winners' rating and half at the losers' (TrueSkill's exact values, written the same
 way): a game's first day, where an exact rank must count tens of thousands of tied players.
 Both are loaded by SQL, so their full rating blocks are then cut as ``ratings ladders
-blocks`` cuts them (the service cuts them itself as writes come in).
+blocks`` cuts them (the service cuts them itself as writes come in). A third, ``launch-api``,
+is the same game's first day filled through the API: ``--launch-players`` / 2 one-on-one
+matches posted in batches of 5,000, nothing cut by hand (the service cuts what each batch
+filled).
 
 ``ratings serve`` with ``--workers`` serves them, and wrk (with ``benchmarks/http.py``'s
 script) drives each read for ``--seconds`` at each connection count (closed loop: a
@@ -88,6 +91,8 @@ async def healthz() -> dict[str, str]:
 
 BIG = "big"
 LAUNCH = "launch"
+#: The launch ladder filled through the API (its full blocks cut by the service alone).
+LAUNCH_API = "launch-api"
 
 
 def launch_ratings(n: int, seed: int) -> Iterator[tuple[str, float, float, float]]:
@@ -128,6 +133,19 @@ def deep_cursors(url: str, ladder: str, n: int, count: int, rng: random.Random) 
             assert row is not None
             cursors.append(encode_cursor([row[0], row[1]]))
     return cursors
+
+
+def fill_through_the_api(admin: Any, ladder: str, players: int) -> None:
+    """``players`` / 2 one-on-one matches between new players (``p0000000`` beat
+    ``p0000001``, and so on), posted in batches of 5,000."""
+    step = 5_000
+    for start in range(0, players // 2, step):
+        bodies = [
+            {"teams": [[f"p{2 * i:07d}"], [f"p{2 * i + 1:07d}"]]}
+            for i in range(start, min(start + step, players // 2))
+        ]
+        response = admin.post(f"/v1/ladders/{ladder}/matches/batch", json={"matches": bodies})
+        assert response.status_code == 201, response.text[:300]
 
 
 def paths(url: str, ladder: str, n: int, rng: random.Random) -> dict[str, list[str]]:
@@ -239,12 +257,20 @@ def run(args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
         minimal.start()
         try:
             with httpx.Client(
-                base_url=server.base_url, headers={"Authorization": f"Bearer {key}"}
+                base_url=server.base_url,
+                headers={"Authorization": f"Bearer {key}"},
+                timeout=300.0,
             ) as admin:
-                for ladder in (BIG, LAUNCH):
+                for ladder in (BIG, LAUNCH, LAUNCH_API):
                     body = {"id": ladder, "algorithm": "trueskill", "tiers": TIERS}
                     made = admin.post("/v1/ladders", json=body)
                     assert made.status_code == 201, made.text
+                started = time.monotonic()
+                fill_through_the_api(admin, LAUNCH_API, args.launch_players)
+                print(
+                    f"{LAUNCH_API} filled through the API in {time.monotonic() - started:.0f} s",
+                    file=sys.stderr,
+                )
             started = time.monotonic()
             bench.insert_ratings(url, BIG, bench.big_ratings(args.players, args.seed))
             bench.insert_ratings(url, LAUNCH, launch_ratings(args.launch_players, args.seed))
@@ -253,7 +279,12 @@ def run(args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
             cut = {ladder: cut_blocks(url, ladder) for ladder in (BIG, LAUNCH)}
             print(f"cut {cut} rating blocks in {time.monotonic() - started:.1f} s", file=sys.stderr)
             rng = random.Random(args.seed)
-            for ladder, n in ((BIG, args.players), (LAUNCH, args.launch_players)):
+            ladders = (
+                (BIG, args.players),
+                (LAUNCH, args.launch_players),
+                (LAUNCH_API, args.launch_players),
+            )
+            for ladder, n in ladders:
                 cases = paths(url, ladder, n, rng)
                 if args.cases:
                     cases = {k: v for k, v in cases.items() if k in args.cases.split(",")}
