@@ -25,6 +25,7 @@ from app.domain.documents.shared import (
     RatingOut,
     RequestBody,
     TeamsBody,
+    check_shape_of_teams,
     parse_time,
 )
 
@@ -110,16 +111,7 @@ class MatchCreate(TeamsBody):
     def _scores_match_teams(
         cls, values: list[list[float | None]] | None, info: ValidationInfo
     ) -> list[list[float | None]] | None:
-        teams = info.data.get("teams")
-        if values is None or teams is None:
-            return values
-        if len(values) != len(teams):
-            raise ValueError(
-                f"player_scores: expected {len(teams)} lists (one per team), got {len(values)}"
-            )
-        for j, (team, row) in enumerate(zip(teams, values, strict=True)):
-            if len(row) != len(team):
-                raise ValueError(f"player_scores[{j}]: {len(row)} values for a team of {len(team)}")
+        check_shape_of_teams("player_scores", values, info.data.get("teams"))
         return values
 
     @field_validator("meta")

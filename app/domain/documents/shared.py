@@ -3,6 +3,7 @@ types, the request base (unknown fields refused), times, and a rating as the API
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -150,6 +151,20 @@ NextCursor = Annotated[
 REPEATED_PLAYER = "repeated_player"
 
 
+def check_shape_of_teams(
+    field: str, values: Sequence[Sequence[object]] | None, teams: list[list[str]] | None
+) -> None:
+    """``values`` (a field of one value per player) has the shape of ``teams``, or the
+    ValueError naming ``field``: a list per team, a value per player."""
+    if values is None or teams is None:
+        return
+    if len(values) != len(teams):
+        raise ValueError(f"{field}: expected {len(teams)} lists (one per team), got {len(values)}")
+    for j, (team, row) in enumerate(zip(teams, values, strict=True)):
+        if len(row) != len(team):
+            raise ValueError(f"{field}[{j}]: {len(row)} values for a team of {len(team)}")
+
+
 class TeamsBody(RequestBody):
     """Teams of player ids, with optional partial-play weights of the same shape and
     advantage shares, one per team."""
@@ -198,16 +213,7 @@ class TeamsBody(RequestBody):
     def _weights_match_teams(
         cls, weights: list[list[float]] | None, info: ValidationInfo
     ) -> list[list[float]] | None:
-        teams = info.data.get("teams")
-        if weights is None or teams is None:
-            return weights
-        if len(weights) != len(teams):
-            raise ValueError(
-                f"weights: expected {len(teams)} lists (one per team), got {len(weights)}"
-            )
-        for j, (team, row) in enumerate(zip(teams, weights, strict=True)):
-            if len(row) != len(team):
-                raise ValueError(f"weights[{j}]: {len(row)} values for a team of {len(team)}")
+        check_shape_of_teams("weights", weights, info.data.get("teams"))
         return weights
 
     @field_validator("advantage")
