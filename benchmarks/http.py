@@ -4,6 +4,7 @@ the database's floor.
     .venv/bin/python benchmarks/http.py [--quick] [--databases sqlite,postgresql]
         [--workers 1,2] [--connections 16] [--seed-via auto|batch|insert]
         [--postgres postgresql://postgres@127.0.0.1:5432] [--format table|markdown]
+    .venv/bin/python benchmarks/http.py --launch [--launch-connections 16,64] [--workers 2]
 
 For each database (a fresh SQLite file; a fresh PostgreSQL database made on the server
 given by ``--postgres`` and dropped afterwards) and each worker count, ``ratings serve``
@@ -17,6 +18,14 @@ runs as a subprocess on a free loopback port. A client process (asyncio and http
   batch route when present (``--seed-via auto``) or else with one bulk INSERT of rating
   rows: the leaderboard's first page, a deep keyset page (a cursor at a random rank in
   the lower half), a player with rank, and the quality of random 4 v 4 teams.
+
+``--launch`` runs launch day on PostgreSQL instead, alone: single 1 v 1 POSTs between
+players drawn uniformly from 10,000 (most of them new at first), each run on a new
+database made for it, once as it comes (no statistics until autovacuum's first pass) and
+once with an ``ANALYZE`` of the whole database at the start and every 2 s beside it (the
+statistics always fresh), for each of ``--launch-connections`` and the largest of
+``--workers``. ``x gathered`` is the rate on the new database over the rate with
+statistics.
 
 The minimal app (``CEILING_SOURCE`` below) is FastAPI served the same way by uvicorn,
 parsing the same match body with the same pydantic schema (``MatchCreate``) and answering
@@ -88,6 +97,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -1302,7 +1312,94 @@ def service_rows(
     return rows
 
 
-def format_table(rows: list[Row], markdown: bool) -> str:
+#: Launch day's players: each 1 v 1 draws two of them uniformly.
+LAUNCH_PLAYERS = 10_000
+
+
+def launch_bodies(count: int, prefix: str, seed: int) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    bodies = []
+    for n in range(count):
+        a, b = rng.sample(range(LAUNCH_PLAYERS), 2)
+        bodies.append(
+            {"match_id": f"{prefix}-{n}", "teams": [[f"p{a:05d}"], [f"p{b:05d}"]], "ranks": [1, 2]}
+        )
+    return bodies
+
+
+@contextlib.contextmanager
+def analyzing(url: str, every_s: float) -> Iterator[None]:
+    """An ``ANALYZE`` of the database at once and every ``every_s`` beside the body."""
+    import psycopg
+
+    stop = threading.Event()
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute("ANALYZE")
+
+    def loop() -> None:
+        with psycopg.connect(url, autocommit=True) as connection:
+            while not stop.wait(every_s):
+                connection.execute("ANALYZE")
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def launch_rows(args: argparse.Namespace, plan: Plan, workdir: Path) -> list[Row]:
+    """Launch day (``--launch``): writes on a new database, without statistics and with."""
+    rows: list[Row] = []
+    workers = max(args.workers)
+    name = f"ratings_bench_launch_{os.getpid()}"
+    count = plan.warmup + plan.matches
+    for connections in args.launch_connections:
+        gathered: Row | None = None
+        for analyze in (True, False):
+            url = create_postgres(args.postgres, name)
+            try:
+                key = prepare_database(url)
+                log = workdir / f"launch-{connections}-{analyze}.log"
+                server = service_server(url, free_port(), workers, log, connections)
+                server.start()
+                try:
+                    import httpx
+
+                    created = httpx.post(
+                        f"{server.base_url}/v1/ladders",
+                        json={"id": "launch", "algorithm": "trueskill"},
+                        headers={"Authorization": f"Bearer {key}"},
+                    )
+                    assert created.status_code == 201, created.text
+                    bodies = launch_bodies(count, f"launch-{connections}", args.seed)
+                    requests = post_requests("/v1/ladders/launch/matches", bodies)
+                    # No warm-up: the first matches of a new database are the case.
+                    with analyzing(url, 2.0) if analyze else contextlib.nullcontext():
+                        result = measure(server, key, connections, [], requests, url)
+                finally:
+                    server.stop()
+            finally:
+                from app.storage.engine import dispose_engines
+
+                dispose_engines()
+                drop_postgres(args.postgres, name)
+            case = "new database" if not analyze else "statistics gathered (ANALYZE every 2 s)"
+            row = to_row(
+                "postgresql", workers, f"POST match 1v1, {case}, {connections} conn", result
+            )
+            if analyze:
+                gathered = row
+            elif gathered is not None:
+                row.ratio = row.rate / gathered.rate
+            rows.append(row)
+            progress(row)
+    return rows
+
+
+def format_table(rows: list[Row], markdown: bool, ratio: str = "x app") -> str:
     header = [
         "database",
         "workers",
@@ -1312,7 +1409,7 @@ def format_table(rows: list[Row], markdown: bool) -> str:
         "p50 ms",
         "p95 ms",
         "p99 ms",
-        "x app",
+        ratio,
         "ceiling/s",
         "x ceiling",
         "server CPU ms",
@@ -1392,6 +1489,10 @@ def main() -> int:
         help="who sends the requests: wrk (auto: when installed) or the Python client",
     )
     parser.add_argument("--seconds", type=float, default=10.0, help="length of each timed wrk run")
+    parser.add_argument(
+        "--launch", action="store_true", help="launch day on PostgreSQL only (module docstring)"
+    )
+    parser.add_argument("--launch-connections", default="16,64")
     args = parser.parse_args()
     if args.client:
         return client_main()
@@ -1402,6 +1503,7 @@ def main() -> int:
     if use_wrk:
         WRK.update(seconds=args.seconds, warmup=max(1.0, args.seconds / 5))
     args.workers = [int(w) for w in args.workers.split(",")]
+    args.launch_connections = [int(c) for c in args.launch_connections.split(",")]
     databases = [d for d in args.databases.split(",") if d]
 
     if args.quick:
@@ -1439,12 +1541,15 @@ def main() -> int:
     load_before = loadavg()
     rows: list[Row] = []
     try:
+        if args.launch:
+            rows.extend(launch_rows(args, plan, workdir))
+            databases = []
         bodies = {
             mode: match_bodies(mode, total, f"{mode}-{args.seed}", args.seed + i)
             for i, mode in enumerate(MODES)
         }
-        ceiling = ceiling_rows(args, plan, workdir, bodies)
-        rows.extend(ceiling[(w, mode)] for w in args.workers for mode in MODES)
+        ceiling = {} if args.launch else ceiling_rows(args, plan, workdir, bodies)
+        rows.extend(ceiling.values())
         floor_count = plan.floor_warmup + plan.floor_matches
         for database in databases:
             # The floor writes the first matches the service runs post, on databases of its own.
@@ -1477,7 +1582,7 @@ def main() -> int:
         shutil.rmtree(workdir, ignore_errors=True)
 
     markdown = args.format == "markdown"
-    print(format_table(rows, markdown))
+    print(format_table(rows, markdown, "x gathered" if args.launch else "x app"))
     print()
     for row in rows:
         if "memory" in row.extra:
@@ -1491,17 +1596,22 @@ def main() -> int:
             print(
                 f"- {row.database}: {plan.players:,} players seeded via {row.extra['seeded_via']}"
             )
-    print(
-        f"- ceiling/s = min(W / (a + c), N / (a + c + d)), N = {os.cpu_count() or 1} cores, W the "
-        "workers, a the minimal app's server CPU per request, c and d the floor's CPU per match "
-        "in the driver's process and in PostgreSQL; on SQLite at most the floor's rate too"
-    )
+    if args.launch:
+        print("- launch: each case on a new database of its own, timed from its first match")
+    else:
+        print(
+            f"- ceiling/s = min(W / (a + c), N / (a + c + d)), N = {os.cpu_count() or 1} cores, "
+            "W the workers, a the minimal app's server CPU per request, c and d the floor's CPU "
+            "per match in the driver's process and in PostgreSQL; on SQLite at most the floor's "
+            "rate too"
+        )
     print(f"- machine: {machine()}")
     if WRK:
         print(
             f"- load generator: wrk, {wrk_threads(args.connections)} thread(s), "
-            f"{args.connections} connection(s), "
-            f"{WRK['seconds']:g} s per case after {WRK['warmup']:g} s of warm-up"
+            f"{args.launch_connections if args.launch else args.connections} connection(s), "
+            f"{WRK['seconds']:g} s per case"
+            + ("" if args.launch else f" after {WRK['warmup']:g} s of warm-up")
         )
     else:
         print(

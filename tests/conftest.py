@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, inspect, text
+from sqlalchemy.engine import make_url
 
 from app.config import get_settings
 from app.storage.engine import dispose_engines, get_engine, normalize_url, session_factory, upgrade
@@ -65,6 +67,24 @@ def postgres_url() -> str:
     _drop_everything(POSTGRES_URL)
     upgrade(POSTGRES_URL)
     return POSTGRES_URL
+
+
+@pytest.fixture
+def new_database() -> Iterator[str]:
+    """An empty PostgreSQL database of its own on the test server (no schema), dropped
+    after."""
+    assert POSTGRES_URL is not None
+    name = f"ratings_new_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(normalize_url(POSTGRES_URL), isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f"CREATE DATABASE {name}"))
+    try:
+        yield make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+    finally:
+        dispose_engines()
+        with admin.connect() as connection:
+            connection.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        admin.dispose()
 
 
 @pytest.fixture(params=DATABASES)

@@ -17,6 +17,7 @@ import ast
 import asyncio
 import fcntl
 import functools
+import math
 import os
 import threading
 import time
@@ -219,6 +220,79 @@ def _postgres_connect_args(settings: Settings) -> dict[str, Any]:
     return connect_args
 
 
+#: The tables whose lookups have an index to mistake for their key while nothing is known
+#: of their contents: a ladder's ratings (its leaderboard's index also starts with the
+#: ladder) and matches (so does its index by seq).
+KEYED_TABLES = ("ratings", "matches")
+
+
+#: Plans made for each run of a statement, from the tables' sizes as they are now: a
+#: connection's setting, and a transaction's (through a pooler in transaction mode).
+PLAN_CACHE_MODE = "plan_cache_mode"
+CUSTOM_PLANS = f"SET {PLAN_CACHE_MODE} = force_custom_plan"
+CUSTOM_PLANS_LOCAL = f"SET LOCAL {PLAN_CACHE_MODE} = force_custom_plan"
+
+
+#: How often a process asks whether the tables have statistics yet, in seconds.
+UNPLANNED_RECHECK_S = 5.0
+
+
+class Unplanned:
+    """Whether the ladder tables of a new database still have no statistics: then each
+    transaction plans its statements afresh (:data:`CUSTOM_PLANS`).
+
+    Unanalyzed, a table's every lookup by its key ties on cost with a scan of another index
+    that starts with the same ladder (each is priced at one row), and a plan cached while
+    the table was small keeps the wrong index as it grows: psycopg's prepared statements
+    (planned once for any parameters after a few runs) and the foreign-key checks of
+    PostgreSQL itself, until an ``ANALYZE`` throws them away. A launch would then read its
+    whole ladder for every player of every match until autovacuum's first pass. Planned
+    for each run, a lookup is priced from the table's size as it is now (its pages), and
+    the key wins as soon as the table holds more than a few hundred rows. Once the tables
+    have statistics (autovacuum gathers them within its first rounds), the cached plans
+    are right and cost nothing to plan: this is asked no more, and each connection set to
+    plan afresh is set back when next taken from the pool. Asked every
+    :data:`UNPLANNED_RECHECK_S` at most, when a connection is taken from the pool then."""
+
+    def __init__(self) -> None:
+        self._settled = False
+        self._unplanned = True
+        self._asked_at = -math.inf
+        self._lock = threading.Lock()
+
+    def custom_plans(self, dbapi_connection: Any) -> bool:
+        if self._settled:
+            return False
+        now = time.monotonic()
+        if now - self._asked_at < UNPLANNED_RECHECK_S:
+            return self._unplanned
+        with self._lock:
+            if now - self._asked_at >= UNPLANNED_RECHECK_S:
+                self._asked_at = now
+                self._unplanned = _unanalyzed(dbapi_connection)
+                self._settled = not self._unplanned
+        return self._unplanned
+
+
+def _unanalyzed(dbapi_connection: Any) -> bool:
+    """Whether any of :data:`KEYED_TABLES` has no statistics of its ladder column yet (never
+    analyzed, analyzed while empty, or not made yet)."""
+    statement = (
+        "SELECT count(DISTINCT tablename) FROM pg_stats WHERE schemaname = current_schema()"
+        " AND tablename = ANY(%s) AND attname = 'ladder_id'"
+    )
+    try:
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(statement, (list(KEYED_TABLES),))
+            (analyzed,) = cursor.fetchone()
+        finally:
+            cursor.close()
+    except psycopg.Error as exc:
+        raise DBAPIError.instance(statement, None, exc, psycopg.Error) from exc
+    return bool(analyzed < len(KEYED_TABLES))
+
+
 def _postgres_engine(url: str) -> Engine:
     settings = get_settings()
     engine = create_engine(
@@ -238,23 +312,26 @@ def _postgres_engine(url: str) -> Engine:
 
     # Every transaction starts with the settings' bound (one may lift it:
     # :func:`lift_reply_bound`); through a pooler in transaction mode, with its statement
-    # timeout too (the transaction's first statement: it begins it).
+    # timeout too (the transaction's first statement: it begins it), and its plans made
+    # afresh while the ladder tables have no statistics (``Unplanned``: a connection of its
+    # own is set so when it is taken from the pool, below).
+    pooled = settings.database_pooler == "transaction"
     per_transaction = (
         f"SET LOCAL statement_timeout = {int(settings.statement_timeout_ms)}"
-        if settings.database_pooler == "transaction" and settings.statement_timeout_ms
+        if pooled and settings.statement_timeout_ms
         else None
     )
+    unplanned = Unplanned()
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
         dbapi_connection = connection.connection.dbapi_connection
         _bounded(dbapi_connection).reply_timeout_s = default_bound
-        if per_transaction is not None:
-            cursor = dbapi_connection.cursor()
-            try:
-                cursor.execute(per_transaction)
-            finally:
-                cursor.close()
+        statements = [] if per_transaction is None else [per_transaction]
+        if pooled and unplanned.custom_plans(dbapi_connection):
+            statements.append(CUSTOM_PLANS_LOCAL)
+        if statements:
+            _execute(dbapi_connection, "; ".join(statements))
 
     # SQLAlchemy's pool_pre_ping costs a round trip on every checkout, that is on every
     # request. A connection in steady use is known to be alive; one that sat idle in the
@@ -284,7 +361,31 @@ def _postgres_engine(url: str) -> Engine:
         finally:
             bounded.reply_timeout_s = bound
 
+    @event.listens_for(engine, "checkout")
+    def _plan(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        if pooled:
+            return
+        custom = unplanned.custom_plans(dbapi_connection)
+        if record.info.get(CUSTOM_PLANS, False) != custom:
+            _execute(dbapi_connection, CUSTOM_PLANS if custom else f"RESET {PLAN_CACHE_MODE}")
+            record.info[CUSTOM_PLANS] = custom
+        # Whatever was asked or set is committed: the request's transaction starts anew.
+        dbapi_connection.commit()
+
     return engine
+
+
+def _execute(dbapi_connection: Any, statement: str) -> None:
+    """``statement`` on the driver's connection, a failure raised as SQLAlchemy raises one
+    (a lost server: ``OperationalError``, answered 503)."""
+    try:
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(statement)
+        finally:
+            cursor.close()
+    except psycopg.Error as exc:
+        raise DBAPIError.instance(statement, None, exc, psycopg.Error) from exc
 
 
 def lift_reply_bound(connection: Connection) -> None:

@@ -8,14 +8,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import uuid
-from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
 
-from app.storage.engine import current_revisions, dispose_engines, normalize_url
+from app.storage.engine import current_revisions
 from tests.ops.test_cli_database import _environment
 
 POSTGRES_URL = os.environ.get("RATINGS_TEST_POSTGRES_URL")
@@ -24,23 +20,6 @@ pytestmark = [
     pytest.mark.postgres,
     pytest.mark.skipif(POSTGRES_URL is None, reason="RATINGS_TEST_POSTGRES_URL is not set"),
 ]
-
-
-@pytest.fixture
-def new_database() -> Iterator[str]:
-    """An empty database of its own on the test server, dropped after."""
-    assert POSTGRES_URL is not None
-    name = f"ratings_migrate_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(normalize_url(POSTGRES_URL), isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f"CREATE DATABASE {name}"))
-    try:
-        yield make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
-    finally:
-        dispose_engines()
-        with admin.connect() as connection:
-            connection.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        admin.dispose()
 
 
 def test_instances_starting_together_migrate_one_at_a_time(new_database: str) -> None:
