@@ -186,6 +186,9 @@ class Settings(BaseSettings):
     #: A streaming replica of ``database_url`` for reads (any SQLAlchemy URL); unset: reads
     #: go to ``database_url``. A read sent with ``Ratings-Read-From: primary`` goes there.
     read_database_url: str | None = None
+    #: How long a read sent with a ``Ratings-Consistency-Token`` waits for the replica to
+    #: replay that far before it goes to the primary instead, in milliseconds.
+    consistency_wait_ms: float = Field(default=250.0, ge=0, le=10_000)
     #: ``Cache-Control`` of the reads: ``*`` for all of them, or a read's name
     #: (``ladders``, ``ladder``, ``leaderboard``, ``player``, ``history``, ``matches``,
     #: ``match``, ``accuracy``, ``quality``) for one; JSON in the environment, e.g.

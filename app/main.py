@@ -12,6 +12,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.bodies import BodyGate
 from app.api.caching import document_validators
+from app.api.consistency import ConsistencyHeaders, replicated
 from app.api.contract import (
     ASSETS_URL,
     docs_assets,
@@ -158,6 +159,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # below: they see its requests too).
     application.state.reads = ReadServer(settings)
     application.add_middleware(ReadPath, server=application.state.reads)
+    if replicated(settings):  # around the reads' path: a write's token, a read's database
+        application.add_middleware(ConsistencyHeaders)
     application.add_middleware(HeadMiddleware)
     # Added last, runs first: the metrics see every answer, the 413s included.
     application.add_middleware(

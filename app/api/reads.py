@@ -22,8 +22,9 @@ transaction). A read with a direct form (:attr:`Read.direct`: a player's card) m
 body without a session instead, gathered with the worker's other such reads into one
 statement. ``Cache-Control`` is the operator's, per read (``RATINGS_CACHE_CONTROL``).
 
-With ``RATINGS_READ_DATABASE_URL`` reads go to a streaming replica; ``Ratings-Read-From:
-primary`` sends one to the primary (a client that must read its own write).
+With ``RATINGS_READ_DATABASE_URL`` reads go to a streaming replica; one sent with a write's
+``Ratings-Consistency-Token`` sees that write (:mod:`app.api.consistency`), and
+``Ratings-Read-From: primary`` sends one to the primary.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from starlette.routing import compile_path
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.api.caching import Answer, BodyCache, matches_tag
+from app.api.consistency import TOKEN_HEADER, Replay, reads_primary, replicated
 from app.api.deps import ReadAccess
 from app.api.gathering import Gathered
 from app.api.metrics import Template
@@ -90,6 +92,9 @@ __all__ = ["READS", "BodyCache", "Read", "ReadPath", "ReadServer", "matches_tag"
 
 #: The header a client sends to read from the primary rather than a replica.
 READ_FROM = "ratings-read-from"
+
+#: The header of a read that must see a write (its answer's token).
+TOKEN = TOKEN_HEADER.lower().encode()
 
 #: A read's keyword arguments for its service, in order (hashable: they are part of the key
 #: of the bodies kept).
@@ -463,6 +468,12 @@ class ReadServer:
         }
         #: PostgreSQL's connections for the validators, on the event loop.
         self.connections = {primary: LoopConnection(primary=primary) for primary in (False, True)}
+        #: How far the replica has replayed, for reads sent with a consistency token.
+        self.replay = (
+            Replay(self.connections[False], settings.consistency_wait_ms / 1000)
+            if replicated(settings)
+            else None
+        )
         self.validators = {
             primary: Gathered[tuple[str, str | None], versions.State](
                 partial(self._states, primary=primary)
@@ -674,7 +685,11 @@ class ReadPath:
         scope["route"] = read.route
         headers = _headers(scope)
         try:
-            primary = _text_of(headers.get(READ_FROM.encode())) == "primary"
+            primary = await reads_primary(
+                self.server.replay,
+                asked=_text_of(headers.get(READ_FROM.encode())) == "primary",
+                token=_text_of(headers.get(TOKEN)),
+            )
             key = bearer_key(_text_of(headers.get(b"authorization")))
             ladder_id = params.get("ladder")
             access = access_of(key, "read", primary=primary, ladder=ladder_id)

@@ -11,6 +11,7 @@ from fastapi import Depends, Header, Request
 from fastapi.security import HTTPBearer
 from sqlalchemy.orm import Session
 
+from app.api.consistency import ConsistencyToken, reads_primary
 from app.config import get_settings
 from app.errors import Unauthorized
 from app.services.auth import authorize, console_key
@@ -151,13 +152,18 @@ def _access(needed: str) -> Callable[..., Awaitable[Access]]:
 
 
 async def require_read(
-    credentials: Credentials, request: Request, read_from: ReadFrom = None
+    credentials: Credentials,
+    request: Request,
+    read_from: ReadFrom = None,
+    token: ConsistencyToken = None,
 ) -> Access:
     """FastAPI dependency: the Bearer key of a read (open unless
-    ``RATINGS_REQUIRE_READ_KEY`` is set; then any active key), and the database it reads."""
-    return access_of(
-        credentials, "read", primary=read_from == "primary", ladder=_ladder_of(request)
+    ``RATINGS_REQUIRE_READ_KEY`` is set; then any active key), and the database it reads
+    (:func:`app.api.consistency.reads_primary`)."""
+    primary = await reads_primary(
+        request.app.state.reads.replay, asked=read_from == "primary", token=token
     )
+    return access_of(credentials, "read", primary=primary, ladder=_ladder_of(request))
 
 
 #: Recording matches: a key of scope write or admin.

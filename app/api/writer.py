@@ -31,7 +31,7 @@ from sqlalchemy.exc import IntegrityError
 from app.api.metrics import WRITE_GROUP_SIZE
 from app.services import recording
 from app.services.recording import Answer, Submitted
-from app.storage import unit_of_work
+from app.storage import consistency, unit_of_work
 
 #: Runs of a lone match whose insert met a match_id committed meanwhile: the next run
 #: finds it recorded and answers as a retry or a conflict.
@@ -41,7 +41,7 @@ LONE_RUNS = 3
 @dataclass(eq=False)
 class _Waiting:
     submitted: Submitted
-    answer: asyncio.Future[Answer] = field(repr=False)
+    answer: asyncio.Future[tuple[Answer, int]] = field(repr=False)
 
 
 def _record(group: list[Submitted]) -> list[Answer]:
@@ -59,6 +59,13 @@ def _write(group: list[Submitted]) -> list[Answer]:
         if len(group) == 1:
             raise
     return [_write_alone(submitted) for submitted in group]
+
+
+def _write_noted(group: list[Submitted]) -> tuple[list[Answer], int]:
+    """:func:`_write`, and the log position its writes committed at (their answers'
+    consistency token; 0 without a replica)."""
+    with consistency.collecting() as written:
+        return _write(group), written.position
 
 
 def _write_alone(submitted: Submitted) -> Answer:
@@ -94,9 +101,10 @@ class GroupWriter:
             self._task = asyncio.get_running_loop().create_task(
                 self._drain(), context=contextvars.Context()
             )
-        answer = await asyncio.shield(waiting.answer)
+        answer, position = await asyncio.shield(waiting.answer)
         if isinstance(answer, Exception):
             raise answer
+        consistency.note(position)  # the request's own context: its answer's token
         return answer
 
     def _next_group(self) -> list[_Waiting]:
@@ -132,8 +140,8 @@ class GroupWriter:
                 busy = len(group) > 1
                 WRITE_GROUP_SIZE.observe(len(group))
                 try:
-                    answers = await to_thread.run_sync(
-                        _write, [waiting.submitted for waiting in group]
+                    answers, position = await to_thread.run_sync(
+                        _write_noted, [waiting.submitted for waiting in group]
                     )
                 except Exception as exc:  # the database failed the whole group
                     for waiting in group:
@@ -142,6 +150,6 @@ class GroupWriter:
                     continue
                 for waiting, answer in zip(group, answers, strict=True):
                     if not waiting.answer.done():
-                        waiting.answer.set_result(answer)
+                        waiting.answer.set_result((answer, position))
         finally:
             self._writing = False

@@ -14,7 +14,8 @@ in a transaction of their own.
 
 On SQLite a writing transaction is one turn of the process's writers
 (:func:`app.storage.engine.writer_turn`), taken before ``BEGIN IMMEDIATE`` and given back after the
-commit or rollback.
+commit or rollback. Where reads go to a replica, a write's commit is noted with where the
+primary's log then stood (:mod:`app.storage.consistency`), the token of its answer.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import Protocol, TypeVar
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from app.storage import blocks, outbox, versions
+from app.storage import blocks, consistency, outbox, versions
 from app.storage.engine import (
     SessionLocal,
     mark_bulk,
@@ -71,6 +72,8 @@ def run(
                 except BaseException:
                     session.rollback()
                     raise
+            if not read_only and consistency.wanted():
+                consistency.note_commit(session)
             _tend_blocks(changed, session_factory, thorough=thorough)
             return answer
         except DBAPIError as exc:
