@@ -153,6 +153,10 @@ class Settings(BaseSettings):
     #: How often each worker's season clock looks for a scheduled season that is due, in
     #: seconds: a season opens at most this long after its ``starts_at``.
     season_clock_s: float = Field(default=1.0, ge=0.01, le=3600)
+    #: How long the worker running a season's opening or an inactivity pass holds it after
+    #: its last step, in seconds: if the worker stops (a crash, a kill -9), another
+    #: worker of any instance takes the rest over once this has passed.
+    scheduled_lease_s: float = Field(default=60.0, ge=1, le=3600)
     #: How often each worker looks for a ladder whose inactive players are due to be aged
     #: again (or whose pass a stopped worker left half done), in seconds.
     aging_clock_s: float = Field(default=60.0, ge=0.01, le=86_400)

@@ -35,7 +35,7 @@ from app.domain.ladders import LadderConfig, config_of
 from app.domain.times import utc
 from app.errors import NotFound, ServiceUnavailable
 from app.services import events
-from app.services.periodic import Periodic
+from app.services.periodic import Periodic, lease
 from app.storage.repositories import inactivity as aging_repo
 from app.storage.repositories import ladders as ladder_repo
 from app.storage.repositories import ratings as rating_repo
@@ -45,8 +45,6 @@ _log = logging.getLogger(__name__)
 
 #: Players a step of the pass rewrites, in one short transaction.
 STEP = 5_000
-#: How long a pass's worker holds it after its last step: then another worker takes over.
-LEASE = timedelta(seconds=60)
 
 
 def age_due_ladders(
@@ -114,7 +112,7 @@ def _run_pass(
                 ladder_id=ladder_id,
                 as_of=now,
                 owner=owner,
-                lease_until=now + LEASE,
+                lease_until=now + lease(),
             )
             return True
         if found.lease_until >= now and found.owner != owner:
@@ -124,7 +122,7 @@ def _run_pass(
             ladder_id=ladder_id,
             after_id=found.after_id,
             owner=owner,
-            lease_until=now + LEASE,
+            lease_until=now + lease(),
         )
         return True
 
@@ -198,7 +196,7 @@ def step(
         ladder_id=ladder_id,
         after_id=rows[-1].state.player_id,
         owner=owner,
-        lease_until=now + LEASE,
+        lease_until=now + lease(),
     )
     return False
 

@@ -6,6 +6,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from datetime import timedelta
+
+from app.config import get_settings
 
 _log = logging.getLogger(__name__)
 
@@ -39,3 +42,10 @@ class Periodic:
                 self.tick()
             except Exception as exc:
                 _log.warning("%s: failed: %s", self.name, type(exc).__name__)
+
+
+def lease() -> timedelta:
+    """How long the worker running a scheduled pass in steps (a season's opening, an
+    inactivity pass) holds it after its last step: once it has passed, another worker of any
+    instance takes the rest over (``RATINGS_SCHEDULED_LEASE_S``)."""
+    return timedelta(seconds=get_settings().scheduled_lease_s)

@@ -22,7 +22,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from functools import partial
 from operator import itemgetter
 from typing import Any, Literal
@@ -43,7 +43,7 @@ from app.errors import Conflict, InvalidInput, NotFound, ServiceUnavailable
 from app.rating.seasons import reset_mu, reset_sigma
 from app.services import events
 from app.services.ladders import hold_ladder
-from app.services.periodic import Periodic
+from app.services.periodic import Periodic, lease
 from app.storage import blocks
 from app.storage.models import Ladder
 from app.storage.repositories import ladders as ladder_repo
@@ -62,8 +62,6 @@ STEP_SECONDS = 0.2
 FIRST_STEP, MIN_STEP, MAX_STEP = 1_000, 100, 20_000
 #: Players a re-rating that finishes an opening resets at a time (in its one transaction).
 STEP = 5_000
-#: How long an opening's worker holds it after its last step: then another takes over.
-LEASE = timedelta(seconds=60)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +145,7 @@ def _open(
         season=opened.ordinal,
         first_history_id=first_history_id,
         owner=owner,
-        lease_until=now + LEASE,
+        lease_until=now + lease(),
     )
     players = season_repo.count_ratings(session=session, ladder_id=ladder.id)
     started = _season_out(opened, matches=0, players=players, opening=True)
@@ -335,7 +333,7 @@ def _opening_step(
         return "done"  # by a re-rating, or the ladder is gone
     if found.owner != owner:
         return "lost"
-    lease = {"owner": owner, "lease_until": now + LEASE}
+    held = {"owner": owner, "lease_until": now + lease()}
     if found.ranked is None:
         rows = season_repo.lock_step(
             session=session, ladder_id=ladder_id, after_id=found.after_id, size=size
@@ -343,10 +341,10 @@ def _opening_step(
         _reset_ladder(session=session, ladder=ladder, rows=rows, now=now)
         if len(rows.player_id) == size:
             season_repo.move_opening(
-                session=session, ladder_id=ladder_id, after_id=rows.player_id[-1], **lease
+                session=session, ladder_id=ladder_id, after_id=rows.player_id[-1], **held
             )
             return "reset"
-        season_repo.move_opening(session=session, ladder_id=ladder_id, ranked=0, **lease)
+        season_repo.move_opening(session=session, ladder_id=ladder_id, ranked=0, **held)
         return "archive"
     if order is None:
         return "archive"  # the archive's turn: the caller reads its order first
@@ -362,7 +360,7 @@ def _opening_step(
     )
     if found.ranked + size < len(order):
         season_repo.move_opening(
-            session=session, ladder_id=ladder_id, ranked=found.ranked + size, **lease
+            session=session, ladder_id=ladder_id, ranked=found.ranked + size, **held
         )
         return "archive"
     season_repo.end_opening(session=session, ladder_id=ladder_id)
@@ -632,7 +630,7 @@ def open_due_seasons(
             if found is None or found.lease_until >= clock():
                 return False  # done, or taken over by another worker meanwhile
             season_repo.move_opening(
-                session=session, ladder_id=ladder_id, owner=owner, lease_until=clock() + LEASE
+                session=session, ladder_id=ladder_id, owner=owner, lease_until=clock() + lease()
             )
             return True
 

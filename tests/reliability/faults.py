@@ -8,6 +8,10 @@ then waits until a file of the same name plus ``.release`` exists. A test kills 
 meanwhile (SIGKILL) and checks that nothing of the match survives, or creates the release
 file to let the commit go through.
 
+``pause-in-opening-step`` pauses the same way at the commit of a step of a season's opening
+(its reset players written, the opening moved on to the next step), for a test that kills
+the worker running the opening.
+
 ``conflict-after-history`` makes the first ``RATINGS_FAULT_TIMES`` (default 1) transactions
 that write a match's history fail right after with a real serialization failure (SQLSTATE
 40001; on SQLite "database is locked"), as if they had lost a conflict with another
@@ -38,8 +42,9 @@ SIGNAL_ENV = "RATINGS_FAULT_SIGNAL"
 TIMES_ENV = "RATINGS_FAULT_TIMES"
 #: The hooks.
 PAUSE_AFTER_HISTORY = "pause-after-history"
+PAUSE_IN_OPENING = "pause-in-opening-step"
 CONFLICT_AFTER_HISTORY = "conflict-after-history"
-HOOKS = (PAUSE_AFTER_HISTORY, CONFLICT_AFTER_HISTORY)
+HOOKS = (PAUSE_AFTER_HISTORY, PAUSE_IN_OPENING, CONFLICT_AFTER_HISTORY)
 
 _FLAG = "faults.history_written"
 _POLL_SECONDS = 0.02
@@ -62,6 +67,14 @@ _MATCH_WRITES = ("INSERT INTO RATING_HISTORY", "UPDATE RATINGS ", "WITH MATCHES_
 
 def _is_history_insert(statement: str) -> bool:
     return statement.lstrip()[:64].upper().startswith(_MATCH_WRITES)
+
+
+def _note_opening_step(
+    conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool
+) -> None:
+    """A season opening's step moves the opening on (``seasons.move_opening``)."""
+    if statement.lstrip()[:64].upper().startswith("UPDATE SEASON_OPENINGS"):
+        conn.info[_FLAG] = True
 
 
 class _Conflict:
@@ -114,6 +127,14 @@ def install(hook: str, signal_file: Path | None = None, times: int = 1) -> None:
             raise ValueError(f"{SIGNAL_ENV}: must name a file for {hook}")
         listeners = [
             ("after_cursor_execute", _note_history),
+            ("rollback", _forget),
+            ("commit", _Pause(signal_file)),
+        ]
+    elif hook == PAUSE_IN_OPENING:
+        if signal_file is None:
+            raise ValueError(f"{SIGNAL_ENV}: must name a file for {hook}")
+        listeners = [
+            ("after_cursor_execute", _note_opening_step),
             ("rollback", _forget),
             ("commit", _Pause(signal_file)),
         ]

@@ -244,7 +244,7 @@ def test_an_opening_whose_worker_died_mid_steps_is_taken_over(
     assert_problem(client.get("/v1/ladders/died/seasons/1/leaderboard"), 409, "archived")
     assert seasons.open_due_seasons(transact=transact) == []
     assert _resets(database_url) == 0  # its lease still holds it
-    later_clock = datetime.now(UTC) + seasons.LEASE + timedelta(seconds=1)
+    later_clock = datetime.now(UTC) + seasons.lease() + timedelta(seconds=1)
     assert seasons.open_due_seasons(transact=transact, clock=lambda: later_clock) == []
     assert _resets(database_url) == 10
     listed = client.get("/v1/ladders/died/seasons").json()["entries"]
