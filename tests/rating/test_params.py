@@ -193,6 +193,17 @@ def test_every_computation_is_finite_inside_the_bounds(algorithm: str) -> None:
     check()
 
 
+#: Elo's options at the corners: each model with each rule, each multiplayer form twice.
+ELO_VARIANTS = (
+    ("logistic", "classic", "pairwise_mean"),
+    ("logistic", "mle", "pairwise_sum"),
+    ("logistic", "classic", "full"),
+    ("gaussian", "mle", "pairwise_mean"),
+    ("gaussian", "classic", "pairwise_sum"),
+    ("gaussian", "mle", "full"),
+)
+
+
 @pytest.mark.parametrize("algorithm", MODELS)
 def test_every_corner_of_the_bounds_is_finite(algorithm: str) -> None:
     """Each scale at each of its bounds with the others at theirs: the grid of extremes."""
@@ -210,16 +221,12 @@ def test_every_corner_of_the_bounds_is_finite(algorithm: str) -> None:
                     params[other.name] = other.default if other.problem(bound) else bound
                 if algorithm == "elo":
                     params["k_factor"] = min(params["k_factor"], params["scale"])
-                    for model in ("logistic", "gaussian"):
-                        for rule in ("classic", "mle"):
-                            for multiplayer in ("pairwise_mean", "pairwise_sum", "full"):
-                                options = dict(
-                                    params, model=model, rule=rule, multiplayer=multiplayer
-                                )
-                                options["k_factor"] = min(
-                                    options["k_factor"], options["beta"], options["scale"]
-                                )
-                                _exercise(make_model(algorithm, options), False)
+                    for model, rule, multiplayer in ELO_VARIANTS:
+                        options = dict(params, model=model, rule=rule, multiplayer=multiplayer)
+                        options["k_factor"] = min(
+                            options["k_factor"], options["beta"], options["scale"]
+                        )
+                        _exercise(make_model(algorithm, options), False)
                 else:
                     _exercise(make_model(algorithm, params), True)
 

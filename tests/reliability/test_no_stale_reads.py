@@ -15,7 +15,7 @@ from collections.abc import Callable
 from tests.reliability.conftest import Server, create_ladder, report
 
 LADDER = "/v1/ladders/fresh"
-ROUNDS = 40
+ROUNDS = 25
 
 
 def _poll(server: Server, stop: threading.Event, errors: list[str]) -> None:
