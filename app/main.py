@@ -41,6 +41,10 @@ Bradley-Terry, Thurstone-Mosteller), the Elo family or Glicko-2.
 
 Send `Authorization: Bearer <key>`; keys are made with `POST /v1/keys` (admin) or
 `ratings keys create`. Every error is `application/problem+json` (RFC 9457).
+
+Where reads go to a streaming replica, every write's answer carries
+`Ratings-Consistency-Token`: send it back with a read (same header) that must see the
+write; every read's answer says in `Ratings-Read-From` which database it was read from.
 """
 
 

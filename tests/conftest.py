@@ -60,12 +60,48 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def _gather_statistics(url: str) -> None:
+    """ANALYZE the ladder tables with a row in each, then empty them again: the service's
+    connections cache their plans as on a database that has run a while, rather than plan
+    every statement afresh as on a new one (``app.storage.engine.Unplanned``, which
+    tests/service/test_launch_plans.py tests on databases of their own)."""
+    engine = get_engine(url)
+    with engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO ladders (id, algorithm, params, created_at)"
+                " VALUES ('statistics', 'elo', '{}', now())"
+            )
+        )
+        connection.execute(
+            text(
+                "INSERT INTO ratings (ladder_id, player_id, mu, sigma, conservative, matches,"
+                " updated_at) VALUES ('statistics', 'p', 1500, NULL, 1500, 0, now())"
+            )
+        )
+        connection.execute(
+            text(
+                "INSERT INTO matches (ladder_id, match_id, body_hash, played_at, recorded_at,"
+                " request, result) VALUES ('statistics', 'm', '', now(), now(), '{}', '{}')"
+            )
+        )
+    with engine.connect() as connection:
+        connection.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql(
+            "ANALYZE ratings, matches"
+        )
+    with engine.begin() as connection:
+        connection.execute(text("DELETE FROM ladders WHERE id = 'statistics'"))
+    engine.dispose()
+
+
 @pytest.fixture(scope="session")
 def postgres_url() -> str:
-    """The test PostgreSQL, emptied and migrated to head once per run."""
+    """The test PostgreSQL, emptied and migrated to head once per run, its ladder tables'
+    statistics gathered."""
     assert POSTGRES_URL is not None
     _drop_everything(POSTGRES_URL)
     upgrade(POSTGRES_URL)
+    _gather_statistics(POSTGRES_URL)
     return POSTGRES_URL
 
 

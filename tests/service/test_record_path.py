@@ -84,11 +84,13 @@ def test_one_match_of_known_players_takes_few_statements(
 
 
 def _kinds(statements: list[str]) -> list[str]:
-    """The statements that insert or lock ratings, in order."""
+    """The statements that insert or lock ratings, in order (one-word statements, such as a
+    background clock's ``BEGIN``, are neither)."""
     return [
         "lock" if s.split()[1].endswith("PLAYER_ID,") else "insert"
         for s in statements
-        if s.split()[1].endswith("PLAYER_ID,") or s.startswith("INSERT INTO RATINGS")
+        if len(s.split()) > 1
+        and (s.split()[1].endswith("PLAYER_ID,") or s.startswith("INSERT INTO RATINGS"))
     ]
 
 
