@@ -103,10 +103,17 @@ def _extreme_matches(
     return matches
 
 
+#: On PostgreSQL, the algorithms whose ratings are stored in each shape (TrueSkill's mean
+#: and deviation, as the Weng-Lin family's; Elo's mean alone; Glicko-2's with volatility).
+STORED_SHAPES = ("trueskill", "elo", "glicko2")
+
+
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_extreme_ratings_through_the_api(
     app_client: TestClient, database_url: str, algorithm: str
 ) -> None:
+    if database_url.startswith("postgresql") and algorithm not in STORED_SHAPES:
+        pytest.skip("the same storage as TrueSkill's: run on SQLite")
     create_ladder(app_client, "x", algorithm=algorithm)
     bayesian = _bayesian(algorithm)
     rng = random.Random(algorithm)

@@ -59,8 +59,18 @@ def _play(client: TestClient, ladder: str, algorithm: str, rng: random.Random) -
     return recorded
 
 
+#: On PostgreSQL, the algorithms whose ratings are stored in each shape (TrueSkill's mean
+#: and deviation, as the Weng-Lin family's; Elo's mean alone; Glicko-2's with volatility):
+#: the others rate the same on both databases, which the SQLite run shows.
+STORED_SHAPES = ("trueskill", "elo", "glicko2")
+
+
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
-def test_every_result_can_be_rated_again(client: TestClient, algorithm: str) -> None:
+def test_every_result_can_be_rated_again(
+    client: TestClient, database_url: str, algorithm: str
+) -> None:
+    if database_url.startswith("postgresql") and algorithm not in STORED_SHAPES:
+        pytest.skip("the same storage as TrueSkill's: run on SQLite")
     rng = random.Random(algorithm)
     ladders = 0
     for n, params in enumerate(_configs(algorithm)):
