@@ -90,7 +90,7 @@ class ConsistencyHeaders:
                             where = served.read_from.encode()
                             extra.append((READ_FROM_HEADER.lower().encode(), where))
                         if extra:
-                            message = {**message, "headers": [*message["headers"], *extra]}
+                            message = {**message, "headers": [*message.get("headers", []), *extra]}
                     await send(message)
 
                 await self.app(scope, receive, stamped)
