@@ -107,7 +107,11 @@ def test_a_batch_past_a_bound_is_refused_before_its_matches_are_read(
     assert table_counts(database_url) == before
 
 
-def test_a_batch_at_the_bound_equals_one_by_one(client: TestClient) -> None:
+def test_a_batch_at_the_bound_equals_one_by_one(client: TestClient, database_url: str) -> None:
+    if database_url.startswith("postgresql"):
+        # A batch is compared with one by one on PostgreSQL in test_batch.py; the bound is
+        # the same code on both databases, and its thousand single posts cost 20 s here.
+        pytest.skip("at the bound on SQLite")
     bodies = matches_of(MAX_BATCH_SLOTS, pool=2000, seed=11)
     assert _slots(bodies) == MAX_BATCH_SLOTS
     create_ladder(client, "batch")
