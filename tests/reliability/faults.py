@@ -122,19 +122,12 @@ def install(hook: str, signal_file: Path | None = None, times: int = 1) -> None:
     """Install ``hook`` on every engine of this process, replacing any installed before."""
     uninstall()
     listeners: list[tuple[str, Any]]
-    if hook == PAUSE_AFTER_HISTORY:
+    pauses = {PAUSE_AFTER_HISTORY: _note_history, PAUSE_IN_OPENING: _note_opening_step}
+    if hook in pauses:
         if signal_file is None:
             raise ValueError(f"{SIGNAL_ENV}: must name a file for {hook}")
         listeners = [
-            ("after_cursor_execute", _note_history),
-            ("rollback", _forget),
-            ("commit", _Pause(signal_file)),
-        ]
-    elif hook == PAUSE_IN_OPENING:
-        if signal_file is None:
-            raise ValueError(f"{SIGNAL_ENV}: must name a file for {hook}")
-        listeners = [
-            ("after_cursor_execute", _note_opening_step),
+            ("after_cursor_execute", pauses[hook]),
             ("rollback", _forget),
             ("commit", _Pause(signal_file)),
         ]
